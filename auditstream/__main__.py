@@ -1,0 +1,3 @@
+from auditstream.cli import main
+
+main()

@@ -1,0 +1,29 @@
+"""The ``auditstream`` command line. Each sub-command lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from auditstream.cli import data, keys, services, simulate, up
+
+app = typer.Typer(
+    name="auditstream",
+    help="Live measurement for search-engine audits: ingest, stream, store, report.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("up")(up.up)
+app.command("ingest")(services.ingest)
+app.command("worker")(services.worker)
+app.command("store")(services.store)
+app.command("sql")(data.sql)
+app.command("report")(data.report)
+app.add_typer(keys.app, name="keys")
+app.add_typer(data.db_app, name="db")
+app.add_typer(data.schema_app, name="schema")
+app.add_typer(simulate.app, name="simulate")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,46 @@
+"""Shared CLI plumbing: settings from flags over environment, logging, errors."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from auditstream.settings import Settings
+
+console = Console(stderr=True)
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="State directory [env: AUDITSTREAM_DATA_DIR, default: data]"),
+]
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from AUDITSTREAM_* variables, with the flags that were given on top."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        for err in exc.errors(include_input=False):
+            field = ".".join(str(p) for p in err["loc"])
+            console.print(f"[red]bad setting {field}:[/] {err['msg']}")
+        raise typer.Exit(2) from None
+
+
+def setup_logging(level: str = "INFO") -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("aiokafka", "faust", "mode"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    console.print(f"[red]error:[/] {message}")
+    return typer.Exit(code)

@@ -1,0 +1,159 @@
+"""Read and manage the data: ``sql``, ``report``, ``db migrate``, ``schema export``."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from auditstream.cli.common import DataDir, console, fail, load_settings
+
+db_app = typer.Typer(help="Manage the ClickHouse schema.", no_args_is_help=True)
+schema_app = typer.Typer(help="Event schemas for client authors.", no_args_is_help=True)
+
+Url = Annotated[str, typer.Option("--url", help="Base URL of a running auditstream ingest")]
+ApiKeyOpt = Annotated[
+    str | None, typer.Option("--api-key", help="Key with the read scope [env: AUDITSTREAM_API_KEY]")
+]
+Format = Annotated[str, typer.Option("--format", help="table, json or csv")]
+
+
+def _run_sql(url: str, api_key: str | None, sql: str) -> dict[str, Any]:
+    import urllib.error
+    import urllib.request
+
+    key = api_key or os.environ.get("AUDITSTREAM_API_KEY", "")
+    if not key:
+        raise fail("pass --api-key or set AUDITSTREAM_API_KEY", 2)
+    request = urllib.request.Request(
+        url.rstrip("/") + "/v1/sql",
+        data=orjson.dumps({"sql": sql}),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as resp:
+            return dict(orjson.loads(resp.read()))
+    except urllib.error.HTTPError as exc:
+        body = exc.read()
+        try:
+            message = orjson.loads(body).get("message", body.decode())
+        except orjson.JSONDecodeError:
+            message = body.decode(errors="replace")
+        raise fail(f"{exc.code}: {message}") from None
+    except urllib.error.URLError as exc:
+        raise fail(f"cannot reach {url}: {exc.reason} (is `auditstream up` running?)") from None
+
+
+def print_result(result: dict[str, Any], fmt: str, title: str | None = None) -> None:
+    columns, rows = result["columns"], result["rows"]
+    if fmt == "json":
+        sys.stdout.write(orjson.dumps([dict(zip(columns, r, strict=True)) for r in rows]).decode() + "\n")
+    elif fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(columns)
+        writer.writerows(rows)
+        sys.stdout.write(buf.getvalue())
+    elif fmt == "table":
+        table = Table(*columns, title=title)
+        for r in rows:
+            table.add_row(*("" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v) for v in r))
+        Console().print(table)
+    else:
+        raise fail(f"unknown format {fmt!r}; use table, json or csv", 2)
+
+
+def sql(
+    statement: Annotated[
+        str, typer.Argument(help="One read-only statement (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN)")
+    ],
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+    format: Format = "table",
+) -> None:
+    """Run read-only SQL against the store through a running service."""
+    print_result(_run_sql(url, api_key, statement), format)
+
+
+REPORT_SQL = """
+SELECT experiment_id, engine, arm, original_rank, u AS units, c AS clicks,
+       round(if(u = 0, nan, c / u), 4) AS ctr
+FROM
+(
+    SELECT experiment_id, engine, arm, original_rank, sum(units) AS u, sum(clicks) AS c
+    FROM clicks_by_rank_1m
+    WHERE window_start >= now() - INTERVAL {minutes} MINUTE {where}
+    GROUP BY experiment_id, engine, arm, original_rank
+)
+ORDER BY experiment_id, engine, arm, original_rank
+"""
+
+
+def report(
+    experiment: Annotated[str | None, typer.Option(help="Only this experiment id")] = None,
+    minutes: Annotated[int, typer.Option(help="Look back this many minutes")] = 60 * 24 * 365,
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+    format: Format = "table",
+) -> None:
+    """Units, clicks and CTR per experiment, engine, arm and original rank."""
+    from schemas.sql import quote
+
+    where = f"AND experiment_id = {quote(experiment)}" if experiment else ""
+    result = _run_sql(url, api_key, REPORT_SQL.format(minutes=int(minutes), where=where))
+    print_result(result, format, title="clicks by original rank (units = click events)")
+
+
+@db_app.command()
+def migrate(
+    data_dir: DataDir = None,
+    clickhouse_url: Annotated[
+        str | None, typer.Option("--clickhouse-url", help="[env: AUDITSTREAM_CLICKHOUSE_URL]")
+    ] = None,
+) -> None:
+    """Apply pending DDL migrations (idempotent). `auditstream up` does this at start."""
+    from streams.storage import StoreError, open_store
+    from streams.storage.migrate import migrate as run
+
+    settings = load_settings(data_dir=data_dir, clickhouse_url=clickhouse_url)
+
+    async def go() -> list[str]:
+        store = open_store(settings)
+        try:
+            return await run(store)
+        finally:
+            await store.close()
+
+    try:
+        applied = asyncio.run(go())
+    except StoreError as exc:
+        raise fail(f"{exc} (a running service applies migrations itself at start)") from None
+    console.print(f"applied: {', '.join(applied)}" if applied else "schema is up to date")
+
+
+@schema_app.command("export")
+def export(
+    out: Annotated[Path, typer.Option(help="Directory for the JSON Schema files")] = Path("schema"),
+) -> None:
+    """Write one JSON Schema per event type, plus the union, for client authors."""
+    from pydantic import TypeAdapter
+
+    from schemas.events import EVENT_MODELS, AnyEvent
+
+    out.mkdir(parents=True, exist_ok=True)
+    for model in EVENT_MODELS:
+        name = model.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
+        (out / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2))
+    union = TypeAdapter(AnyEvent).json_schema()
+    (out / "event.schema.json").write_text(json.dumps(union, indent=2))
+    console.print(f"wrote {len(EVENT_MODELS) + 1} schemas to {out}/")

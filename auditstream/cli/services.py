@@ -1,0 +1,128 @@
+"""Run one component in the foreground: ``ingest``, ``worker`` or ``store``.
+
+``auditstream up`` starts these for you; run them yourself to spread the
+service over machines (production) or to restart one part on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from auditstream.cli.common import DataDir, console, fail, load_settings, setup_logging
+
+Bootstrap = Annotated[
+    str | None,
+    typer.Option("--kafka-bootstrap", help="Kafka host:port [env: AUDITSTREAM_KAFKA_BOOTSTRAP]"),
+]
+StoreUrl = Annotated[
+    str | None, typer.Option("--store-url", help="chDB owner URL [env: AUDITSTREAM_STORE_URL]")
+]
+ClickhouseUrl = Annotated[
+    str | None,
+    typer.Option("--clickhouse-url", help="ClickHouse server URL [env: AUDITSTREAM_CLICKHOUSE_URL]"),
+]
+LogLevel = Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR")]
+
+
+def _use_uvloop() -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - optional speed-up
+        return
+    uvloop.install()
+
+
+def ingest(
+    host: Annotated[str | None, typer.Option(help="Bind address [env: AUDITSTREAM_HOST]")] = None,
+    port: Annotated[int | None, typer.Option(help="Port [env: AUDITSTREAM_PORT]")] = None,
+    data_dir: DataDir = None,
+    kafka_bootstrap: Bootstrap = None,
+    store_url: StoreUrl = None,
+    clickhouse_url: ClickhouseUrl = None,
+    log_level: LogLevel = "INFO",
+) -> None:
+    """Serve the HTTP intake: POST /v1/events, POST /v1/sql, /healthz, /readyz, /metrics."""
+    from aiohttp import web
+
+    from ingest.app import create_app
+
+    setup_logging(log_level)
+    settings = load_settings(
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        kafka_bootstrap=kafka_bootstrap,
+        store_url=store_url,
+        clickhouse_url=clickhouse_url,
+    )
+    if not settings.kafka_bootstrap:
+        raise fail("ingest needs --kafka-bootstrap (or use `auditstream up`)")
+    _use_uvloop()
+    web.run_app(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        print=None,
+        access_log=None,
+        shutdown_timeout=10,
+    )
+
+
+def worker(
+    data_dir: DataDir = None,
+    kafka_bootstrap: Bootstrap = None,
+    store_url: StoreUrl = None,
+    clickhouse_url: ClickhouseUrl = None,
+    log_level: LogLevel = "INFO",
+) -> None:
+    """Consume the event topics and write raw rows and aggregates to ClickHouse."""
+    from faust.worker import Worker
+
+    from streams.app import create_app
+    from streams.storage import open_store
+
+    setup_logging(log_level)
+    settings = load_settings(
+        data_dir=data_dir,
+        kafka_bootstrap=kafka_bootstrap,
+        store_url=store_url,
+        clickhouse_url=clickhouse_url,
+    )
+    if not settings.kafka_bootstrap:
+        raise fail("worker needs --kafka-bootstrap (or use `auditstream up`)")
+    store = open_store(settings)
+    app = create_app(settings, store)
+    Worker(app, loglevel=log_level, quiet=True, redirect_stdouts=False).execute_from_commandline()
+
+
+def store(
+    port: Annotated[int | None, typer.Option(help="Loopback port [env: AUDITSTREAM_STORE_PORT]")] = None,
+    data_dir: DataDir = None,
+    log_level: LogLevel = "INFO",
+) -> None:
+    """Own the chDB directory and serve it to the other processes on 127.0.0.1."""
+    from aiohttp import web
+
+    from streams.storage.chdb_store import ChdbStore
+    from streams.storage.migrate import migrate
+    from streams.storage.server import create_store_app
+
+    setup_logging(log_level)
+    settings = load_settings(store_port=port, data_dir=data_dir)
+    try:
+        chdb = ChdbStore(settings.chdb_path)
+    except Exception as exc:
+        raise fail(f"{exc} (is another auditstream process using {settings.data_dir}?)") from None
+    applied = asyncio.run(migrate(chdb))
+    if applied:
+        console.print(f"applied migrations: {', '.join(applied)}")
+    web.run_app(
+        create_store_app(chdb, settings.store_token.get_secret_value()),
+        host="127.0.0.1",
+        port=settings.store_port,
+        print=None,
+        access_log=None,
+    )

@@ -1,0 +1,302 @@
+"""``auditstream up``: the whole service on one machine, supervised.
+
+It starts the tansu broker (unless an external Kafka is configured), the store
+process that owns chDB, the worker(s) and ingest, restarts whichever dies, and
+stops everything in order on Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import aiohttp
+import typer
+from rich.panel import Panel
+
+from auditstream.cli.common import DataDir, console, fail, load_settings
+from auditstream.settings import Settings
+from ingest.api_keys import SCOPES, KeyFile
+from schemas.topics import all_topics
+from streams.broker import BrokerError, TansuBroker, create_topics, free_port, port_open
+
+
+@dataclass
+class Child:
+    """A supervised sub-process running ``python -m auditstream <args>``."""
+
+    name: str
+    args: list[str]
+    env: dict[str, str]
+    log_dir: Path
+    run_dir: Path
+    restart: bool = True
+    process: asyncio.subprocess.Process | None = None
+    restarts: int = 0
+    started_at: float = 0.0
+    backoff_s: float = 0.5
+    inherit_output: bool = False
+    _log: object | None = field(default=None, repr=False)
+
+    async def start(self) -> None:
+        out: int | object
+        if self.inherit_output:
+            out = None
+        else:
+            self._log = out = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115, ASYNC230
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "auditstream",
+            *self.args,
+            env=self.env,
+            stdout=out,
+            stderr=out,
+            stdin=asyncio.subprocess.DEVNULL,  # type: ignore[arg-type]
+            start_new_session=True,
+        )
+        self.started_at = time.monotonic()
+        (self.run_dir / f"{self.name}.pid").write_text(str(self.process.pid))
+
+    def exited(self) -> int | None:
+        return None if self.process is None else self.process.returncode
+
+    async def stop(self, timeout_s: float = 15.0) -> None:
+        proc = self.process
+        if proc is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), timeout_s)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+        with contextlib.suppress(FileNotFoundError):
+            (self.run_dir / f"{self.name}.pid").unlink()
+
+
+async def wait_http(url: str, timeout_s: float, child: Child | None = None) -> None:
+    """Poll ``url`` until it answers 200; fail early if ``child`` exits."""
+    deadline = time.monotonic() + timeout_s
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+        while time.monotonic() < deadline:
+            if child is not None and child.exited() is not None:
+                raise RuntimeError(
+                    f"{child.name} exited with code {child.exited()}; see {child.log_dir}/{child.name}.log"
+                )
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with session.get(url) as resp:
+                    if resp.status == 200:
+                        return
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"{url} did not become ready within {timeout_s:.0f}s")
+
+
+class Supervisor:
+    def __init__(self, settings: Settings, demo_events: int, demo_rate: float, api_key: str) -> None:
+        self.settings = settings
+        self.demo_events = demo_events
+        self.demo_rate = demo_rate
+        self.api_key = api_key
+        self.broker: TansuBroker | None = None
+        self.children: list[Child] = []
+        self.stopping = asyncio.Event()
+        self.log_dir = settings.data_dir / "logs"
+        self.env = dict(os.environ)
+
+    def _child(self, name: str, args: list[str], **kw: object) -> Child:
+        child = Child(name, args, self.env, self.log_dir, self.settings.run_dir, **kw)  # type: ignore[arg-type]
+        self.children.append(child)
+        return child
+
+    async def start(self) -> None:
+        s = self.settings
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        s.run_dir.mkdir(parents=True, exist_ok=True)
+        if port_open(s.host, s.port):
+            raise RuntimeError(f"{s.host}:{s.port} is already in use; pick another --port")
+        bootstrap = s.kafka_bootstrap
+        if not bootstrap:
+            self.broker = TansuBroker(free_port(), log_path=self.log_dir / "broker.log")
+            await self.broker.start_and_wait(all_topics(s.topic_prefix), s.partitions)
+            (s.run_dir / "broker.pid").write_text(str(self.broker.process.pid))  # type: ignore[union-attr]
+            bootstrap = self.broker.bootstrap
+        else:
+            await create_topics(bootstrap, all_topics(s.topic_prefix), s.partitions)
+        self.env["AUDITSTREAM_KAFKA_BOOTSTRAP"] = bootstrap
+        self.env["AUDITSTREAM_DATA_DIR"] = str(s.data_dir)
+        self.env["AUDITSTREAM_PARTITIONS"] = str(s.partitions)
+
+        if not s.clickhouse_url:
+            store_port = s.store_port or free_port()
+            token = secrets.token_urlsafe(24)
+            self.env["AUDITSTREAM_STORE_URL"] = f"http://127.0.0.1:{store_port}"
+            self.env["AUDITSTREAM_STORE_TOKEN"] = token
+            store = self._child("store", ["store", "--port", str(store_port)])
+            await store.start()
+            await wait_http(f"http://127.0.0.1:{store_port}/healthz", 60, store)
+        else:
+            migrate = self._child("migrate", ["db", "migrate"], restart=False)
+            await migrate.start()
+            assert migrate.process is not None
+            if await migrate.process.wait() != 0:
+                raise RuntimeError(f"migrations failed; see {self.log_dir}/migrate.log")
+            self.children.remove(migrate)
+
+        for i in range(s.workers):
+            await self._child(f"worker-{i}", ["worker"]).start()
+        ingest = self._child("ingest", ["ingest", "--host", s.host, "--port", str(s.port)])
+        await ingest.start()
+        await wait_http(f"http://{s.host}:{s.port}/readyz", 60, ingest)
+
+    def banner(self) -> None:
+        s = self.settings
+        broker = (
+            f"tansu {self.broker.bootstrap} (in memory: events not yet stored are lost if it stops)"
+            if self.broker
+            else f"Kafka {s.kafka_bootstrap}"
+        )
+        store = f"ClickHouse {s.clickhouse_url}" if s.clickhouse_url else f"chDB {s.chdb_path}"
+        url = f"http://{s.host}:{s.port}"
+        lines = [
+            f"[bold]ingest[/]   {url}  (POST /v1/events, POST /v1/sql, /readyz, /metrics)",
+            f"[bold]broker[/]   {broker}",
+            f"[bold]store[/]    {store}",
+            f"[bold]workers[/]  {s.workers}",
+            f"[bold]API key[/]  {self.api_key}  (scopes: {', '.join(SCOPES)})",
+            f"[bold]logs[/]     {self.log_dir}/",
+            "",
+            f"try: auditstream report --url {url} --api-key {self.api_key}",
+            "Ctrl-C stops everything.",
+        ]
+        console.print(Panel("\n".join(lines), title="auditstream is up", expand=False))
+
+    async def start_demo(self) -> None:
+        s = self.settings
+        demo = self._child(
+            "demo",
+            [
+                "simulate",
+                "extension",
+                "--url",
+                f"http://{s.host}:{s.port}",
+                "--api-key",
+                self.api_key,
+                "--events",
+                str(self.demo_events),
+                "--rate",
+                str(self.demo_rate),
+            ],
+            restart=False,
+            inherit_output=True,
+        )
+        await demo.start()
+
+    async def watch(self) -> None:
+        """Restart what died; watch the broker's memory."""
+        last_memory_note = 0.0
+        while not self.stopping.is_set():
+            for child in list(self.children):
+                code = child.exited()
+                if code is None:
+                    continue
+                if not child.restart:
+                    if child.name == "demo":
+                        console.print(f"demo load finished (exit {code}); the service keeps running")
+                    self.children.remove(child)
+                    continue
+                child.restarts += 1
+                delay = min(child.backoff_s * 2 ** min(child.restarts, 6), 30.0)
+                if time.monotonic() - child.started_at > 60:
+                    delay = child.backoff_s
+                console.print(f"[yellow]{child.name} exited with code {code}; restarting in {delay:.1f}s")
+                await asyncio.sleep(delay)
+                await child.start()
+            if self.broker is not None:
+                if not self.broker.alive():
+                    console.print("[red]the tansu broker died; restarting it (its in-memory events are lost)")
+                    await self.broker.stop()
+                    with contextlib.suppress(BrokerError, OSError):
+                        await self.broker.start_and_wait(
+                            all_topics(self.settings.topic_prefix), self.settings.partitions
+                        )
+                rss = self.broker.rss_mb()
+                now = time.monotonic()
+                if rss > self.settings.broker_memory_warn_mb and now - last_memory_note > 60:
+                    console.print(
+                        f"[yellow]tansu uses {rss:.0f} MiB: it keeps every event in memory; "
+                        "restart the service or use Apache Kafka for long studies"
+                    )
+                    last_memory_note = now
+                (self.settings.run_dir / "broker.rss_mb").write_text(f"{rss:.1f}\n")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), 1.0)
+
+    async def stop(self) -> None:
+        order = (
+            ["demo", "ingest"] + [c.name for c in self.children if c.name.startswith("worker")] + ["store"]
+        )
+        for name in order:
+            for child in self.children:
+                if child.name == name:
+                    await child.stop()
+        if self.broker is not None:
+            await self.broker.stop()
+            with contextlib.suppress(FileNotFoundError):
+                (self.settings.run_dir / "broker.pid").unlink()
+
+
+async def _main(sup: Supervisor, demo: bool) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, sup.stopping.set)
+    try:
+        with console.status("starting broker, store, workers and ingest..."):
+            await sup.start()
+        sup.banner()
+        if demo:
+            await sup.start_demo()
+        await sup.watch()
+    finally:
+        with console.status("stopping..."):
+            await sup.stop()
+        console.print("stopped cleanly")
+
+
+def up(
+    host: Annotated[str | None, typer.Option(help="Ingest bind address [env: AUDITSTREAM_HOST]")] = None,
+    port: Annotated[int | None, typer.Option(help="Ingest port [env: AUDITSTREAM_PORT]")] = None,
+    data_dir: DataDir = None,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="Register this key (ingest and read scopes)")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes [env: AUDITSTREAM_WORKERS]")] = None,
+    partitions: Annotated[int | None, typer.Option(help="Partitions per topic")] = None,
+    demo: Annotated[bool, typer.Option("--demo", help="Also run the extension load generator")] = False,
+    demo_events: Annotated[int, typer.Option(help="Events the demo sends")] = 20_000,
+    demo_rate: Annotated[float, typer.Option(help="Demo events per second")] = 200.0,
+) -> None:
+    """Run the whole service on this machine until Ctrl-C (SIGINT) or SIGTERM."""
+    settings = load_settings(host=host, port=port, data_dir=data_dir, workers=workers, partitions=partitions)
+    keys = KeyFile(settings.resolved_keys_file)
+    if api_key:
+        keys.create("cli", SCOPES, key=api_key)
+    elif demo or not any(k.active for k in keys.load()):
+        _, api_key = keys.create("demo", SCOPES)
+    else:
+        api_key = "(existing keys; `auditstream keys create` makes a new one)"
+    sup = Supervisor(settings, demo_events, demo_rate, api_key)
+    try:
+        asyncio.run(_main(sup, demo))
+    except (RuntimeError, BrokerError, OSError) as exc:
+        raise fail(str(exc)) from None

@@ -1,0 +1,69 @@
+"""One frozen settings object; the only place that reads the environment.
+
+Every field can be set with an ``AUDITSTREAM_<FIELD>`` environment variable
+(for example ``AUDITSTREAM_KAFKA_BOOTSTRAP``) or with the matching CLI flag.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Configuration for every auditstream process.
+
+    Empty ``kafka_bootstrap`` means "start the embedded tansu broker"; empty
+    ``clickhouse_url`` means "use chDB under ``data_dir``" (through the store
+    process in embedded mode, see ``store_url``).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="AUDITSTREAM_", frozen=True, extra="ignore")
+
+    # where embedded state lives
+    data_dir: Path = Field(Path("data"), description="Directory for chDB data, keys and pids.")
+
+    # Kafka
+    kafka_bootstrap: str = Field("", description="host:port list of an external Kafka cluster.")
+    partitions: int = Field(6, ge=1, le=256, description="Partitions per event topic.")
+    topic_prefix: str = Field("auditstream", description="Prefix of every topic name.")
+
+    # ClickHouse
+    clickhouse_url: str = Field("", description="clickhouse://user:pass@host:9000/db of a ClickHouse server.")
+    store_url: str = Field("", description="http://host:port of the process that owns chDB (embedded mode).")
+    store_token: SecretStr = Field(SecretStr(""), description="Shared secret for store_url.")
+    store_port: int = Field(0, ge=0, le=65535, description="Port of the store (0 = any free).")
+    dedup_horizon_days: int = Field(
+        7, ge=1, description="How far back a client retry is recognised by event_id."
+    )
+
+    # ingest
+    host: str = Field("127.0.0.1", description="Address the HTTP intake binds to.")
+    port: int = Field(8080, ge=0, le=65535, description="Port of the HTTP intake.")
+    keys_file: Path | None = Field(None, description="API key file (default data_dir/keys.json).")
+    max_body_bytes: int = Field(1024 * 1024, description="Largest accepted request body.")
+    max_events_per_request: int = Field(500, ge=1, description="Largest accepted batch.")
+    rate_limit_rps: float = Field(2000.0, gt=0, description="Requests per second per API key.")
+    rate_limit_burst: int = Field(4000, ge=1, description="Burst size of the per-key limiter.")
+    produce_timeout_s: float = Field(5.0, gt=0, description="Longest wait for Kafka acks.")
+    retry_after_s: int = Field(5, ge=1, description="Retry-After sent with 503 answers.")
+
+    # worker
+    batch_size: int = Field(2000, ge=1, description="Events per sink batch.")
+    batch_within_s: float = Field(0.25, gt=0, description="Longest wait to fill a batch.")
+    workers: int = Field(1, ge=1, le=16, description="Worker processes in embedded mode.")
+    broker_memory_warn_mb: int = Field(2048, description="Warn when tansu's RSS passes this.")
+
+    @property
+    def resolved_keys_file(self) -> Path:
+        return self.keys_file or self.data_dir / "keys.json"
+
+    @property
+    def chdb_path(self) -> Path:
+        return self.data_dir / "clickhouse"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.data_dir / "run"

@@ -1,0 +1,125 @@
+"""Realistic extension traffic, generated from a seed (pure; no I/O here)."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from collectors.simulate.clickmodel import click_distribution
+from schemas.assignment import assign_arm
+
+DEFAULT_ARMS: tuple[tuple[str, float], ...] = (
+    ("control", 0.40),
+    ("swap_1_2", 0.15),
+    ("swap_1_3", 0.15),
+    ("swap_2_3", 0.10),
+    ("hide_box", 0.10),
+    ("hide_ads_box", 0.10),
+)
+
+
+@dataclass
+class TrafficConfig:
+    experiment_id: str = "demo"
+    salt: str = "demo-salt"
+    arms: Sequence[tuple[str, float]] = DEFAULT_ARMS
+    engines: Sequence[tuple[str, float]] = (("google", 0.95), ("bing", 0.05))
+    installs: int = 500
+    p_new_install: float = 0.1  # installed within the burn-in window
+    p_click: float = 0.6  # a page view leads to a click
+    p_ads: float = 0.3
+    p_box: float = 0.032
+    p_ssr: float = 0.2
+    p_unidentified: float = 0.02
+    emit_views: bool = True
+    seed: int = 1
+    today: date = field(default_factory=lambda: datetime.now(UTC).date())
+
+
+def _weighted(rng: random.Random, options: Sequence[tuple[str, float]]) -> str:
+    return rng.choices([o for o, _ in options], weights=[w for _, w in options])[0]
+
+
+class ExtensionTraffic:
+    """Yields event dicts ready to post; deterministic for a given seed."""
+
+    def __init__(self, config: TrafficConfig) -> None:
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.installs = [self._install(i) for i in range(config.installs)]
+
+    def _install(self, i: int) -> dict[str, Any]:
+        c, rng = self.config, self.rng
+        age = rng.randint(0, 3) if rng.random() < c.p_new_install else rng.randint(4, 120)
+        return {
+            "install_id": uuid.UUID(int=rng.getrandbits(128)).hex[:20],
+            "install_day": (c.today - timedelta(days=age)).isoformat(),
+            "extension_version": rng.choice(["1.4.0", "1.4.1", "1.5.0"]),
+            "ui_lang": rng.choice(["de", "de-CH", "fr", "en", "it"]),
+        }
+
+    def page(self) -> list[dict[str, Any]]:
+        """One search: a serp_view (optional) and maybe a click."""
+        c, rng = self.config, self.rng
+        inst = rng.choice(self.installs)
+        query_token = f"q{rng.getrandbits(40)}"  # stands in for the query, which never leaves
+        arm = assign_arm(inst["install_id"], query_token, c.salt, c.arms)
+        ads = rng.randint(1, 4) if rng.random() < c.p_ads else 0
+        box = ("top" if rng.random() < 0.75 else "side") if rng.random() < c.p_box else "none"
+        ssr = sorted(rng.sample(range(2, 11), rng.randint(1, 2))) if rng.random() < c.p_ssr else []
+        context = {
+            "schema_version": 1,
+            "sent_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "experiment_id": c.experiment_id,
+            "arm": arm,
+            "engine": _weighted(rng, c.engines),
+            **inst,
+            "page_index": 0 if rng.random() < 0.9 else rng.randint(1, 3),
+            "n_organic": 10,
+            "ads_top_count": ads,
+            "box": box,
+            "ssr_positions": ssr,
+            "n_candidates": int(10 ** rng.uniform(4, 9.5)),
+            "identified": rng.random() >= c.p_unidentified,
+        }
+        events = []
+        if c.emit_views:
+            events.append(
+                {
+                    "type": "serp_view",
+                    "event_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                    **context,
+                }
+            )
+        if rng.random() < c.p_click:
+            dist = click_distribution(arm, ads > 0, box != "none")
+            outcome = rng.choices(list(dist), weights=list(dist.values()))[0]
+            click = {
+                "type": "click",
+                "event_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                **context,
+            }
+            if outcome.startswith("c"):
+                rank = int(outcome[1:])
+                click.update(element_type="organic", original_rank=rank, display_rank=rank)
+            else:
+                click.update(element_type=outcome if outcome != "other" else "other")
+            events.append(click)
+        return events
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        while True:
+            yield from self.page()
+
+    def batches(self, size: int, total: int) -> Iterator[list[dict[str, Any]]]:
+        """``total`` events in batches of at most ``size``."""
+        gen = self.events()
+        sent = 0
+        while sent < total:
+            n = min(size, total - sent)
+            yield [next(gen) for _ in range(n)]
+            sent += n

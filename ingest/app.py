@@ -1,0 +1,42 @@
+"""The HTTP intake, built by a factory from the settings."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from auditstream.settings import Settings
+from ingest import handlers
+from ingest.api_keys import KeyFile
+from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.metrics import IngestMetrics
+from ingest.middlewares import observe
+from ingest.producer import EventProducer
+from ingest.ratelimit import RateLimiter
+from streams.storage import Store, open_store
+
+
+def create_app(settings: Settings, store: Store | None = None) -> web.Application:
+    """Build the intake. ``store`` serves ``/v1/sql``; by default it follows the settings."""
+    app = web.Application(middlewares=[observe], client_max_size=settings.max_body_bytes)
+    app[CONFIG] = settings
+    app[KEYS] = KeyFile(settings.resolved_keys_file)
+    app[LIMITER] = RateLimiter(settings.rate_limit_rps, settings.rate_limit_burst)
+    app[METRICS] = IngestMetrics.create()
+    app[PRODUCER] = EventProducer(settings.kafka_bootstrap, settings.produce_timeout_s)
+    app[STORE] = store if store is not None else open_store(settings)
+
+    async def resources(app: web.Application) -> AsyncIterator[None]:
+        await app[PRODUCER].start()
+        yield
+        await app[PRODUCER].stop()
+        await app[STORE].close()
+
+    app.cleanup_ctx.append(resources)
+    app.router.add_post("/v1/events", handlers.post_events)
+    app.router.add_post("/v1/sql", handlers.post_sql)
+    app.router.add_get("/healthz", handlers.healthz)
+    app.router.add_get("/readyz", handlers.readyz)
+    app.router.add_get("/metrics", handlers.metrics)
+    return app

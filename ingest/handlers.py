@@ -1,0 +1,152 @@
+"""Request handlers: validate, produce with acks=all, then answer."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ingest.api_keys import ApiKey
+from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.errors import problem
+from ingest.producer import BrokerUnavailable
+from ingest.validation import validate_batch
+from schemas.sql import ReadOnlyViolation, guard_read_only
+from schemas.topics import FAMILY_BY_TYPE
+from streams.storage import StoreError, StoreUnavailable
+from streams.transforms.batch import format_received_at
+
+
+def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(body), status=status, content_type="application/json", headers=headers
+    )
+
+
+def authorize(request: web.Request, scope: str) -> ApiKey:
+    """The caller's key, or a 401/403/429 answer raised as an HTTP exception."""
+    metrics = request.app[METRICS]
+    header = request.headers.get("Authorization", "")
+    secret = header[7:].strip() if header[:7].lower() == "bearer " else ""
+    key = request.app[KEYS].lookup(secret) if secret else None
+    if key is None:
+        metrics.rejected.labels("unauthorized").inc()
+        raise problem(
+            401,
+            "unauthorized",
+            "missing, unknown or revoked API key",
+            {"WWW-Authenticate": "Bearer"},
+        )
+    if scope not in key.scopes:
+        metrics.rejected.labels("forbidden").inc()
+        raise problem(403, "forbidden", f"this key lacks the '{scope}' scope")
+    wait = request.app[LIMITER].check(key.id)
+    if wait > 0:
+        metrics.rejected.labels("rate_limited").inc()
+        raise problem(
+            429,
+            "rate_limited",
+            "over the per-key rate limit",
+            {"Retry-After": str(max(1, round(wait + 0.5)))},
+        )
+    return key
+
+
+async def read_json(request: web.Request) -> Any:
+    config = request.app[CONFIG]
+    if request.content_type != "application/json":
+        raise problem(415, "unsupported_media_type", "send Content-Type: application/json")
+    if request.content_length is not None and request.content_length > config.max_body_bytes:
+        raise problem(413, "body_too_large", f"body exceeds {config.max_body_bytes} bytes")
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise problem(413, "body_too_large", f"body exceeds {config.max_body_bytes} bytes") from None
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise problem(400, "malformed_json", "the body is not valid JSON") from None
+
+
+async def post_events(request: web.Request) -> web.Response:
+    app = request.app
+    config, metrics = app[CONFIG], app[METRICS]
+    authorize(request, "ingest")
+    doc = await read_json(request)
+    items = doc if isinstance(doc, list) else [doc]
+    if not items:
+        raise problem(400, "empty_batch", "send one event or a non-empty array")
+    if len(items) > config.max_events_per_request:
+        raise problem(413, "too_many_events", f"at most {config.max_events_per_request} events per request")
+    accepted, rejected = validate_batch(items)
+    for r in rejected:
+        metrics.rejected.labels(r.reason).inc()
+    if accepted:
+        received_at = format_received_at(datetime.now(UTC)).encode()
+        suffix = b',"received_at":"' + received_at + b'"}'
+        records = []
+        for event in accepted:
+            family = FAMILY_BY_TYPE[event.type]  # type: ignore[attr-defined]
+            body = event.model_dump_json().encode()
+            value = body[:-1] + suffix
+            records.append((family.topic(config.topic_prefix), family.key(event.__dict__), value))
+        try:
+            seconds = await app[PRODUCER].send_all(records)
+        except BrokerUnavailable:
+            metrics.rejected.labels("broker_unavailable").inc(len(accepted))
+            raise problem(
+                503,
+                "broker_unavailable",
+                "Kafka did not acknowledge the events; retry the whole request",
+                {"Retry-After": str(config.retry_after_s)},
+            ) from None
+        metrics.produce_latency.observe(seconds)
+        for event in accepted:
+            metrics.accepted.labels(event.type).inc()  # type: ignore[attr-defined]
+    body = {"accepted": len(accepted), "rejected": [r.to_json() for r in rejected]}
+    return _json(body, status=202 if accepted else 422)
+
+
+async def post_sql(request: web.Request) -> web.Response:
+    authorize(request, "read")
+    doc = await read_json(request)
+    sql = doc.get("sql") if isinstance(doc, dict) else None
+    if not isinstance(sql, str):
+        raise problem(400, "bad_request", 'send {"sql": "SELECT ..."}')
+    try:
+        text = guard_read_only(sql)
+        result = await request.app[STORE].query(text, read_only=True)
+    except ReadOnlyViolation as exc:
+        raise problem(400, "not_read_only", str(exc)) from None
+    except StoreError as exc:
+        raise problem(400, "query_failed", str(exc)[:2000]) from None
+    except StoreUnavailable as exc:
+        raise problem(
+            503,
+            "store_unavailable",
+            str(exc)[:500],
+            {"Retry-After": str(request.app[CONFIG].retry_after_s)},
+        ) from None
+    return _json(result.to_json())
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return _json({"ok": True})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    producer = request.app[PRODUCER]
+    if producer.ready:
+        return _json({"ready": True})
+    return _json({"ready": False, "reason": producer.last_error}, status=503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    m = request.app[METRICS]
+    m.broker_up.set(1 if request.app[PRODUCER].ready else 0)
+    resp = web.Response(body=generate_latest(m.registry))
+    resp.content_type = CONTENT_TYPE_LATEST.split(";")[0]
+    return resp

@@ -1,0 +1,57 @@
+"""Prometheus metrics of the HTTP intake, on a registry owned by the app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+@dataclass
+class IngestMetrics:
+    registry: CollectorRegistry
+    accepted: Counter
+    rejected: Counter
+    requests: Counter
+    latency: Histogram
+    produce_latency: Histogram
+    broker_up: Gauge
+
+    @classmethod
+    def create(cls) -> IngestMetrics:
+        reg = CollectorRegistry()
+        return cls(
+            registry=reg,
+            accepted=Counter(
+                "auditstream_ingest_events_accepted",
+                "Events acknowledged by Kafka",
+                ["type"],
+                registry=reg,
+            ),
+            rejected=Counter(
+                "auditstream_ingest_events_rejected",
+                "Events or requests refused, by reason",
+                ["reason"],
+                registry=reg,
+            ),
+            requests=Counter(
+                "auditstream_ingest_requests",
+                "HTTP requests by route and status",
+                ["route", "status"],
+                registry=reg,
+            ),
+            latency=Histogram(
+                "auditstream_ingest_request_duration_seconds",
+                "Request handling time",
+                ["route"],
+                registry=reg,
+                buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            ),
+            produce_latency=Histogram(
+                "auditstream_ingest_produce_duration_seconds",
+                "Kafka send until acks=all",
+                registry=reg,
+                buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            ),
+            broker_up=Gauge("auditstream_ingest_broker_up", "1 when Kafka answers the probe", registry=reg),
+        )

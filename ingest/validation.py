@@ -1,0 +1,91 @@
+"""Validate each event of a request on its own, without ever echoing a value.
+
+Rejections carry a reason code and the offending field's name only: a
+rejected payload may hold exactly the data we promised never to keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from schemas.events import EXTENSION_TYPES, PRIVACY_FORBIDDEN_FIELDS, AnyEvent
+
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+
+REASONS = (
+    "not_an_object",
+    "unknown_type",
+    "unsupported_schema_version",
+    "forbidden_field",
+    "unknown_field",
+    "missing_field",
+    "wrong_type",
+    "invalid_value",
+)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    index: int
+    reason: str
+    field: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "reason": self.reason, "field": self.field}
+
+
+def _reason(error: Any) -> str:
+    kind = error["type"]
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        return "unknown_type" if kind == "union_tag_invalid" else "missing_field"
+    if kind == "extra_forbidden":
+        return "unknown_field"
+    if kind == "missing":
+        return "missing_field"
+    if kind.endswith("_type") or kind in ("is_instance_of", "model_type", "dataclass_type"):
+        return "wrong_type"
+    if kind == "literal_error" and error["loc"][-1:] == ("schema_version",):
+        return "unsupported_schema_version"
+    return "invalid_value"
+
+
+def _field(error: Any) -> str | None:
+    loc = list(error["loc"])
+    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        return "type"
+    if loc and isinstance(loc[0], str) and loc[0] in _TAGS:
+        loc = loc[1:]  # drop the discriminator branch name
+    return ".".join(str(p) for p in loc) or None
+
+
+_TAGS = frozenset(
+    {"serp_view", "click", "serp_snapshot", "autocomplete_node", "crawl_started", "crawl_completed"}
+)
+
+
+def validate_one(index: int, item: Any) -> BaseModel | Rejection:
+    if not isinstance(item, dict):
+        return Rejection(index, "not_an_object", None)
+    if item.get("type") in EXTENSION_TYPES:
+        forbidden = sorted(PRIVACY_FORBIDDEN_FIELDS.intersection(item))
+        if forbidden:
+            return Rejection(index, "forbidden_field", forbidden[0])
+    try:
+        model: BaseModel = _ADAPTER.validate_python(item)
+    except ValidationError as exc:
+        first = exc.errors(include_input=False, include_url=False, include_context=False)[0]
+        return Rejection(index, _reason(first), _field(first))
+    return model
+
+
+def validate_batch(items: Sequence[Any]) -> tuple[list[BaseModel], list[Rejection]]:
+    accepted: list[BaseModel] = []
+    rejected: list[Rejection] = []
+    for i, item in enumerate(items):
+        result = validate_one(i, item)
+        (rejected if isinstance(result, Rejection) else accepted).append(result)  # type: ignore[arg-type]
+    return accepted, rejected

@@ -1,0 +1,1 @@
+"""Event models, topic names and ClickHouse DDL: the contract between every part."""

@@ -1,0 +1,226 @@
+"""Pydantic v2 models for the three event families of DESIGN.md §2.
+
+Models are strict where it matters for privacy and correctness: unknown fields
+are rejected, scalars are not coerced from strings, and free-text fields exist
+only on crawler events (crawler queries are not personal data). Extension events
+carry only patterned identifiers and counts, so a URL or query text cannot slip
+through a field that was meant for something else.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    model_validator,
+)
+
+SCHEMA_VERSION = 1
+
+Ident = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:=-]{0,63}$")]
+"""Short machine identifier: experiment, arm, study, round, profile, crawl ids."""
+Engine = Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z][a-z0-9_]{1,31}$")]
+InstallId = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Za-z0-9_-]{8,64}$")]
+Version = Annotated[
+    str,
+    StringConstraints(strict=True, pattern=r"^[0-9]{1,4}(\.[0-9]{1,6}){0,3}([-+][A-Za-z0-9.]{1,20})?$"),
+]
+UiLang = Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z]{2,3}(-[A-Z]{2})?$")]
+Text = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=512)]
+Rank = Annotated[StrictInt, Field(ge=1, le=100)]
+
+
+class _Event(BaseModel):
+    """Fields every event carries; the server adds ``received_at``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1]
+    event_id: UUID
+    sent_at: AwareDatetime
+
+
+# --- 2.1 extension events -------------------------------------------------------------
+
+
+class _PageContext(_Event):
+    """The page context shared by ``serp_view`` and ``click`` (no query, no URL)."""
+
+    experiment_id: Ident
+    arm: Ident
+    engine: Engine
+    install_id: InstallId
+    install_day: date
+    extension_version: Version
+    page_index: Annotated[StrictInt, Field(ge=0, le=100)]
+    n_organic: Annotated[StrictInt, Field(ge=0, le=100)]
+    ads_top_count: Annotated[StrictInt, Field(ge=0, le=20)]
+    box: Literal["none", "top", "side"]
+    ssr_positions: Annotated[list[Rank], Field(max_length=20)]
+    n_candidates: Annotated[StrictInt, Field(ge=0)] | None = None
+    identified: StrictBool
+    ui_lang: UiLang
+
+
+class SerpView(_PageContext):
+    """One search result page was shown (the unit of impression mode)."""
+
+    type: Literal["serp_view"]
+
+
+class Click(_PageContext):
+    """One element of the page was clicked (the unit of the paper's click mode)."""
+
+    type: Literal["click"]
+    element_type: Literal["organic", "ad", "shopping_box", "ssr", "other"]
+    original_rank: Rank | None = None
+    display_rank: Rank | None = None
+
+    @model_validator(mode="after")
+    def _organic_needs_rank(self) -> Click:
+        if self.element_type == "organic" and self.original_rank is None:
+            raise ValueError("an organic click needs original_rank")
+        return self
+
+
+# --- 2.2 SERP snapshots ---------------------------------------------------------------
+
+
+class SerpResult(BaseModel):
+    """One component of a result page, in page order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rank: Rank
+    type: Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+    url: Annotated[str, StringConstraints(strict=True, max_length=2048)]
+
+
+class SerpSnapshot(_Event):
+    """One profile's result page for one query in one lock-step round."""
+
+    type: Literal["serp_snapshot"]
+    study_id: Ident
+    round_id: Ident
+    profile_id: Ident
+    role: Literal["treatment", "control", "control_twin"]
+    treatment: Annotated[str, StringConstraints(strict=True, max_length=128)]
+    engine: Engine
+    query: Text
+    query_category: Annotated[str, StringConstraints(strict=True, max_length=64)] = ""
+    results: Annotated[list[SerpResult], Field(max_length=200)]
+    result_estimate: Annotated[StrictInt, Field(ge=0)] | None = None
+    status: Literal["ok", "captcha", "blocked", "error"]
+    raw_ref: Annotated[str, StringConstraints(strict=True, max_length=256)] = ""
+
+
+# --- 2.3 autocomplete crawls ----------------------------------------------------------
+
+
+class Suggestion(BaseModel):
+    """One suggestion at its 1-based rank in the engine's response."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rank: Rank
+    text: Text
+    self_loop: StrictBool = False
+    type: Annotated[str, StringConstraints(strict=True, max_length=32)] = ""
+
+
+class AutocompleteNode(_Event):
+    """One submitted node of a breadth-first suggestion crawl."""
+
+    type: Literal["autocomplete_node"]
+    crawl_id: Ident
+    engine: Engine
+    root: Text
+    query: Text
+    parent: Text | None = None
+    depth: Annotated[StrictInt, Field(ge=0, le=16)]
+    suggestions: Annotated[list[Suggestion], Field(max_length=20)]
+    status: Literal["ok", "empty", "blocked", "error"]
+    raw_ref: Annotated[str, StringConstraints(strict=True, max_length=256)] = ""
+
+
+class _CrawlMarker(_Event):
+    crawl_id: Ident
+    engine: Engine
+    root: Text
+    max_depth: Annotated[StrictInt, Field(ge=0, le=16)]
+    trimming_rule: Annotated[str, StringConstraints(strict=True, max_length=64)] = "first_last_word"
+
+
+class CrawlStarted(_CrawlMarker):
+    """A crawl of one root began."""
+
+    type: Literal["crawl_started"]
+
+
+class CrawlCompleted(_CrawlMarker):
+    """A crawl of one root finished; churn compares only completed crawls."""
+
+    type: Literal["crawl_completed"]
+    n_nodes: Annotated[StrictInt, Field(ge=0)]
+    n_edges: Annotated[StrictInt, Field(ge=0)]
+    n_failed: Annotated[StrictInt, Field(ge=0)] = 0
+
+
+AnyEvent = Annotated[
+    SerpView | Click | SerpSnapshot | AutocompleteNode | CrawlStarted | CrawlCompleted,
+    Field(discriminator="type"),
+]
+EVENT_MODELS: tuple[type[_Event], ...] = (
+    SerpView,
+    Click,
+    SerpSnapshot,
+    AutocompleteNode,
+    CrawlStarted,
+    CrawlCompleted,
+)
+EXTENSION_TYPES = frozenset({"serp_view", "click"})
+
+PRIVACY_FORBIDDEN_FIELDS = frozenset(
+    {
+        "query",
+        "q",
+        "query_text",
+        "search_terms",
+        "url",
+        "urls",
+        "href",
+        "link",
+        "links",
+        "title",
+        "titles",
+        "snippet",
+        "domain",
+        "host",
+        "hostname",
+        "referrer",
+        "referer",
+        "email",
+        "ip",
+        "ip_address",
+        "user_agent",
+        "cookie",
+        "cookies",
+        "name",
+        "user_id",
+        "location",
+        "geo",
+        "lat",
+        "lon",
+        "text",
+    }
+)
+"""Fields an extension event must never carry; named so the rejection says why."""

@@ -1,0 +1,85 @@
+"""Pure helpers for building and guarding SQL text shared by every backend."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from importlib import resources
+from typing import NamedTuple
+
+_READ_VERBS = ("SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS")
+_OUTFILE = re.compile(r"\bINTO\s+OUTFILE\b", re.IGNORECASE)
+
+
+class ReadOnlyViolation(ValueError):
+    """The statement is not a single read-only query."""
+
+
+def quote(value: str) -> str:
+    """Quote a string literal for ClickHouse."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def dt64(value: datetime) -> str:
+    """A DateTime64(3, 'UTC') literal for an aware or UTC-naive datetime."""
+    text = value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return f"toDateTime64({quote(text)}, 3, 'UTC')"
+
+
+def tuples_in(columns: Iterable[str], rows: Iterable[tuple[str, ...]]) -> str:
+    """``(a, b) IN ((...), (...))`` for literal rows of already-quoted values."""
+    cols = ", ".join(columns)
+    values = ", ".join("(" + ", ".join(r) + ")" for r in rows)
+    return f"({cols}) IN ({values})"
+
+
+def guard_read_only(sql: str) -> str:
+    """Return ``sql`` as one read-only statement or raise ReadOnlyViolation.
+
+    The backend also runs it with ``readonly=1``; this check keeps out what the
+    setting does not: several statements, and ``INTO OUTFILE``.
+    """
+    text = sql.strip().rstrip(";").strip()
+    if not text:
+        raise ReadOnlyViolation("empty statement")
+    if ";" in text:
+        raise ReadOnlyViolation("only one statement is allowed")
+    verb = text.split(None, 1)[0].upper()
+    if verb not in _READ_VERBS:
+        raise ReadOnlyViolation(f"only read queries are allowed ({', '.join(_READ_VERBS)})")
+    if _OUTFILE.search(text):
+        raise ReadOnlyViolation("INTO OUTFILE is not allowed")
+    return text
+
+
+class Migration(NamedTuple):
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+def split_statements(script: str) -> tuple[str, ...]:
+    """Split a DDL script on semicolons that end a line; drop comment-only chunks."""
+    chunks = re.split(r";\s*(?:\n|$)", script)
+    out = []
+    for chunk in chunks:
+        body = "\n".join(line for line in chunk.splitlines() if not line.strip().startswith("--")).strip()
+        if body:
+            out.append(body)
+    return tuple(out)
+
+
+def load_migrations() -> list[Migration]:
+    """The versioned DDL files shipped in ``schemas/clickhouse/migrations``, in order."""
+    folder = resources.files("schemas") / "clickhouse" / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            version = int(entry.name.split("_", 1)[0])
+            found.append(Migration(version, entry.name, split_statements(entry.read_text())))
+    found.sort()
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"duplicate migration versions: {versions}")
+    return found

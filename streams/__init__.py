@@ -1,0 +1,1 @@
+"""Stream processing: the faust app, its agents, the ClickHouse sink and storage."""

@@ -1,0 +1,74 @@
+"""The faust app: one agent per event family, batches into the ClickHouse sink.
+
+No I/O happens at import; ``create_app`` builds everything from the settings.
+State lives in ClickHouse, not in faust tables (DESIGN.md §4a): tansu never
+compacts changelogs and faust's RocksDB tables do not survive its offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import faust
+
+from auditstream.settings import Settings
+from schemas.topics import FAMILIES, Family
+from streams.sinks.clickhouse import ClickHouseSink
+from streams.storage import Store
+
+log = logging.getLogger(__name__)
+
+APP_ID = "auditstream-worker"
+
+
+def bootstrap_url(bootstrap: str) -> str:
+    return ";".join(f"kafka://{h.strip()}" for h in bootstrap.split(",") if h.strip())
+
+
+def _family_agent(
+    family: Family, sink: ClickHouseSink, settings: Settings
+) -> Callable[[Any], Coroutine[Any, Any, None]]:
+    async def consume(stream: Any) -> None:
+        # noack_take hands us the events; we ack only after the sink stored them,
+        # so a crash before that replays the batch instead of losing it.
+        events: list[Any]
+        async for events in stream.noack_take(settings.batch_size, within=settings.batch_within_s):
+            await sink.write(family, [e.value for e in events])
+            for event in events:
+                await stream.ack(event)
+
+    consume.__name__ = f"store_{family.name}"
+    return consume
+
+
+def create_app(settings: Settings, store: Store) -> faust.App:
+    app = faust.App(
+        APP_ID,
+        broker=bootstrap_url(settings.kafka_bootstrap),
+        value_serializer="raw",
+        key_serializer="raw",
+        web_enabled=False,
+        datadir=str(settings.data_dir / "faust"),
+        store="memory://",
+        topic_partitions=settings.partitions,
+        topic_allow_declare=False,
+        broker_session_timeout=10.0,
+        broker_heartbeat_interval=1.0,
+        broker_commit_interval=1.0,
+        consumer_auto_offset_reset="earliest",
+        producer_acks=-1,
+        stream_buffer_maxsize=max(4096, settings.batch_size * 2),
+    )
+    sink = ClickHouseSink(store, settings.dedup_horizon_days)
+    for family in FAMILIES:
+        topic = app.topic(
+            family.topic(settings.topic_prefix),
+            value_type=bytes,
+            value_serializer="raw",
+            key_serializer="raw",
+            partitions=settings.partitions,
+        )
+        app.agent(topic, name=f"store_{family.name}")(_family_agent(family, sink, settings))
+    return app

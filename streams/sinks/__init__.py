@@ -1,0 +1,1 @@
+"""Where processed batches go."""

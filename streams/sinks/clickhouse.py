@@ -1,0 +1,133 @@
+"""Idempotent batch writes: raw rows once per event_id, then exact aggregates.
+
+The agent acknowledges a batch only after ``write`` returns, so an offset is
+committed only once its rows are in ClickHouse. ``write`` is safe to repeat for
+the same batch: a replay inserts nothing new and recomputes the same aggregates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
+from prometheus_client import Counter, Histogram
+
+from schemas.sql import quote
+from schemas.topics import EXTENSION, Family
+from streams.storage import Store, StoreError, StoreUnavailable
+from streams.transforms import clicks_by_rank
+from streams.transforms.batch import DecodedBatch, decode_batch, minute_keys
+
+log = logging.getLogger(__name__)
+
+SINK_ROWS = Counter("auditstream_sink_rows_total", "Rows written to raw tables", ["table", "outcome"])
+SINK_SECONDS = Histogram(
+    "auditstream_sink_batch_seconds", "Time to store one batch, retries included", ["table"]
+)
+SINK_BATCH = Histogram(
+    "auditstream_sink_batch_events",
+    "Events per sink batch",
+    ["table"],
+    buckets=(1, 10, 50, 100, 500, 1000, 2000, 5000, 10000),
+)
+SINK_ERRORS = Counter("auditstream_sink_errors_total", "Failed store attempts (retried)", ["table", "kind"])
+
+REQUIRED = {EXTENSION.name: ("experiment_id", "engine")}
+
+
+@dataclass
+class WriteResult:
+    inserted: int
+    duplicates: int
+    dead: int
+
+
+class ClickHouseSink:
+    """Writes batches of one event family; retries until ClickHouse takes them."""
+
+    def __init__(self, store: Store, dedup_horizon_days: int = 7, max_backoff_s: float = 10.0) -> None:
+        self.store = store
+        self.horizon_days = dedup_horizon_days
+        self.max_backoff_s = max_backoff_s
+
+    async def write(self, family: Family, values: Sequence[bytes]) -> WriteResult:
+        """Store a batch; block (with backoff) while ClickHouse is unavailable."""
+        started = time.perf_counter()
+        batch = decode_batch(values, REQUIRED.get(family.name, ()))
+        SINK_BATCH.labels(family.raw_table).observe(len(values))
+        result = await self._retrying(family, batch)
+        SINK_SECONDS.labels(family.raw_table).observe(time.perf_counter() - started)
+        return result
+
+    async def _retrying(self, family: Family, batch: DecodedBatch) -> WriteResult:
+        delay = 0.2
+        while True:
+            try:
+                return await self._write_once(family, batch)
+            except StoreUnavailable as exc:
+                SINK_ERRORS.labels(family.raw_table, "unavailable").inc()
+                log.warning("store unavailable, retrying in %.1fs: %s", delay, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.max_backoff_s)
+
+    async def _existing_ids(self, family: Family, batch: DecodedBatch) -> set[str]:
+        if not batch.events:
+            return set()
+        oldest = min(e["received_at"] for e in batch.events)
+        ids = ", ".join(quote(e["event_id"]) for e in batch.events)
+        result = await self.store.query(
+            f"SELECT toString(event_id) FROM {family.raw_table} "
+            f"WHERE received_at >= toDateTime64({quote(oldest)}, 3, 'UTC') "
+            f"- INTERVAL {self.horizon_days} DAY AND event_id IN ({ids})"
+        )
+        return {r[0] for r in result.rows}
+
+    async def _write_once(self, family: Family, batch: DecodedBatch) -> WriteResult:
+        existing = await self._existing_ids(family, batch)
+        fresh = [
+            line for e, line in zip(batch.events, batch.lines, strict=True) if e["event_id"] not in existing
+        ]
+        dead = list(batch.rejects)
+        if fresh:
+            try:
+                await self.store.insert_json_rows(family.raw_table, b"\n".join(fresh))
+            except StoreError:
+                dead += await self._insert_one_by_one(family, fresh)
+        if dead:
+            await self._dead_letter(family, dead)
+        if family is EXTENSION and batch.events:
+            await self.store.execute(clicks_by_rank.recompute_sql(minute_keys(batch.events)))
+        n_dead = len(dead)
+        inserted = len(fresh) - (n_dead - len(batch.rejects))
+        SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)
+        SINK_ROWS.labels(family.raw_table, "duplicate").inc(len(existing))
+        SINK_ROWS.labels(family.raw_table, "dead_letter").inc(n_dead)
+        return WriteResult(inserted=inserted, duplicates=len(existing), dead=n_dead)
+
+    async def _insert_one_by_one(self, family: Family, lines: list[bytes]) -> list[tuple[bytes, str]]:
+        """Isolate the rows ClickHouse refuses so the rest of the batch still lands."""
+        refused = []
+        for line in lines:
+            try:
+                await self.store.insert_json_rows(family.raw_table, line)
+            except StoreError as exc:
+                refused.append((line, f"refused: {exc}"[:2000]))
+        return refused
+
+    async def _dead_letter(self, family: Family, dead: list[tuple[bytes, str]]) -> None:
+        log.error("%d messages from %s went to dead_letters", len(dead), family.name)
+        rows = b"\n".join(
+            orjson.dumps(
+                {
+                    "topic": family.name,
+                    "reason": reason,
+                    "payload": payload.decode("utf-8", "replace"),
+                }
+            )
+            for payload, reason in dead
+        )
+        await self.store.insert_json_rows("dead_letters", rows)

@@ -1,0 +1,54 @@
+"""The chDB owner reached over loopback HTTP (see ``streams.storage.server``)."""
+
+from __future__ import annotations
+
+import aiohttp
+import orjson
+
+from streams.storage.base import QueryResult, Store, StoreError, StoreUnavailable
+
+TOKEN_HEADER = "X-Auditstream-Store-Token"
+
+
+class HttpStore(Store):
+    """Client of the store process; every other embedded process talks to chDB this way."""
+
+    def __init__(self, url: str, token: str = "", timeout_s: float = 120.0) -> None:
+        self._url = url.rstrip("/")
+        self._headers = {TOKEN_HEADER: token} if token else {}
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
+        return self._session
+
+    async def _post(self, path: str, data: bytes, params: dict[str, str] | None = None) -> bytes:
+        try:
+            async with self._client().post(self._url + path, data=data, params=params) as resp:
+                body = await resp.read()
+                if resp.status == 200:
+                    return body
+                message = orjson.loads(body).get("error", "") if body else resp.reason
+                if resp.status == 400:
+                    raise StoreError(message)
+                raise StoreUnavailable(f"store answered {resp.status}: {message}")
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
+
+    async def execute(self, sql: str) -> None:
+        await self._post("/execute", sql.encode())
+
+    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
+        params = {"read_only": "1"} if read_only else None
+        doc = orjson.loads(await self._post("/query", sql.encode(), params))
+        return QueryResult(doc["columns"], doc["types"], doc["rows"])
+
+    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+        if lines:
+            await self._post("/insert", lines, {"table": table})
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()

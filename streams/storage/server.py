@@ -1,0 +1,68 @@
+"""The store process: owns chDB in embedded mode and serves it on loopback HTTP.
+
+chDB allows one process per data directory, so the workers (writes) and the
+ingest ``/v1/sql`` endpoint (reads) all come here. The API is internal:
+``POST /execute`` (SQL body), ``POST /query[?read_only=1]`` (SQL body, JSON rows
+back) and ``POST /insert?table=T`` (JSONEachRow body).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+
+import orjson
+from aiohttp import web
+
+from streams.storage.base import Store, StoreError
+from streams.storage.http_store import TOKEN_HEADER
+
+log = logging.getLogger(__name__)
+STORE = web.AppKey("store", Store)
+_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status, dumps=lambda o: orjson.dumps(o).decode())
+
+
+def create_store_app(store: Store, token: str = "") -> web.Application:
+    @web.middleware
+    async def check_token(request: web.Request, handler):  # type: ignore[no-untyped-def]
+        if token and request.path != "/healthz":
+            given = request.headers.get(TOKEN_HEADER, "")
+            if not hmac.compare_digest(given, token):
+                return _error(401, "bad store token")
+        try:
+            return await handler(request)
+        except StoreError as exc:
+            return _error(400, str(exc))
+
+    app = web.Application(middlewares=[check_token], client_max_size=256 * 1024 * 1024)
+    app[STORE] = store
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.json_response({"ok": await request.app[STORE].ping()})
+
+    async def execute(request: web.Request) -> web.Response:
+        await request.app[STORE].execute(await request.text())
+        return web.json_response({"ok": True})
+
+    async def query(request: web.Request) -> web.Response:
+        read_only = request.query.get("read_only") == "1"
+        result = await request.app[STORE].query(await request.text(), read_only=read_only)
+        return web.Response(body=orjson.dumps(result.to_json()), content_type="application/json")
+
+    async def insert(request: web.Request) -> web.Response:
+        table = request.query.get("table", "")
+        if not _TABLE.match(table):
+            return _error(400, "bad table name")
+        await request.app[STORE].insert_json_rows(table, await request.read())
+        return web.json_response({"ok": True})
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_post("/execute", execute)
+    app.router.add_post("/query", query)
+    app.router.add_post("/insert", insert)
+    return app

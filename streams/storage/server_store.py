@@ -1,0 +1,88 @@
+"""A ClickHouse server through clickhouse-driver (the production backend)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import decimal
+import ipaddress
+import uuid
+from typing import Any
+
+from streams.storage.base import INSERT_SETTINGS, QueryResult, Store, StoreError, StoreUnavailable
+
+
+def _jsonable(value: Any) -> Any:
+    """Driver values to what chDB's JSON output would give for the same column."""
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip(".")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | ipaddress.IPv4Address | ipaddress.IPv6Address):
+        return str(value)
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+class ServerStore(Store):
+    """One clickhouse-driver connection, serialised by a lock (the driver is not thread-safe)."""
+
+    def __init__(self, url: str) -> None:
+        from clickhouse_driver import Client
+
+        self._client = Client.from_url(url)
+        self._lock = asyncio.Lock()
+        self._structures: dict[str, str] = {}
+
+    async def _run(self, sql: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+        from clickhouse_driver import errors
+
+        async with self._lock:
+            try:
+                return await asyncio.to_thread(self._client.execute, sql, params, **kw)
+            except errors.ServerException as exc:
+                raise StoreError(str(exc)) from exc
+            except (errors.NetworkError, errors.SocketTimeoutError, OSError, EOFError) as exc:
+                raise StoreUnavailable(str(exc)) from exc
+
+    async def execute(self, sql: str) -> None:
+        await self._run(sql)
+
+    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
+        settings = {"readonly": 1} if read_only else {}
+        rows, cols = await self._run(sql, with_column_types=True, settings=settings)
+        return QueryResult(
+            columns=[c[0] for c in cols],
+            types=[c[1] for c in cols],
+            rows=[[_jsonable(v) for v in r] for r in rows],
+        )
+
+    async def _structure(self, table: str) -> str:
+        if table not in self._structures:
+            rows = await self._run(f"DESCRIBE TABLE {table}")
+            self._structures[table] = ", ".join(
+                f"{name} {typ}" for name, typ, default_kind, *_ in rows if default_kind != "ALIAS"
+            )
+        return self._structures[table]
+
+    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+        if not lines:
+            return
+        structure = await self._structure(table)
+        sql = (
+            f"INSERT INTO {table} SELECT * FROM format(JSONEachRow, %(structure)s, %(data)s) "
+            f"SETTINGS {INSERT_SETTINGS}"
+        )
+        await self._run(
+            sql,
+            {"structure": structure, "data": lines.decode()},
+            settings={"max_query_size": len(lines) + 65536},
+        )
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._client.disconnect)

@@ -1,0 +1,63 @@
+"""Decode a batch of Kafka values and find what it touched."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+RECEIVED_AT_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
+
+
+def format_received_at(moment: datetime) -> str:
+    """The one textual form of ``received_at`` (UTC, milliseconds) used on the wire."""
+    return moment.astimezone(UTC).strftime(RECEIVED_AT_FORMAT)[:-3]
+
+
+def parse_received_at(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+@dataclass
+class DecodedBatch:
+    """Events that decoded, their raw lines, and the ones that did not (with why)."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[bytes] = field(default_factory=list)
+    rejects: list[tuple[bytes, str]] = field(default_factory=list)
+
+
+def decode_batch(values: Iterable[bytes], required: Sequence[str] = ()) -> DecodedBatch:
+    """Parse JSON values; keep the first copy of each event_id within the batch."""
+    out = DecodedBatch()
+    seen: set[str] = set()
+    for value in values:
+        try:
+            event = orjson.loads(value)
+            if not isinstance(event, dict):
+                raise ValueError("not a JSON object")
+            for name in ("event_id", "received_at", *required):
+                if name not in event:
+                    raise ValueError(f"missing {name}")
+            parse_received_at(event["received_at"])
+        except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
+            out.rejects.append((value, f"undecodable: {exc}"))
+            continue
+        if event["event_id"] in seen:
+            continue
+        seen.add(event["event_id"])
+        out.events.append(event)
+        out.lines.append(value)
+    return out
+
+
+def minute_keys(events: Iterable[dict[str, Any]]) -> set[tuple[str, str, int]]:
+    """(experiment_id, engine, minute as unix seconds) for every extension event."""
+    keys = set()
+    for e in events:
+        ts = parse_received_at(e["received_at"]).timestamp()
+        keys.add((e["experiment_id"], e["engine"], int(ts // 60 * 60)))
+    return keys

@@ -1,0 +1,44 @@
+"""SQL that recomputes the 1-minute units/clicks aggregate for touched minutes."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from schemas.sql import quote
+
+MAX_RANK = 10
+TABLE = "agg_clicks_by_rank_1m"
+
+
+def recompute_sql(keys: Collection[tuple[str, str, int]]) -> str:
+    """INSERT ... SELECT that rewrites every (experiment, engine, minute) in ``keys``.
+
+    It reads the deduplicated ``extension_events`` view, so the rows it writes equal
+    a recount from raw, whatever was replayed. Every rank 1..MAX_RANK gets a row per
+    arm, so a zero count is stored as zero, not as a missing row.
+    """
+    if not keys:
+        raise ValueError("no keys to recompute")
+    lo = min(k[2] for k in keys)
+    hi = max(k[2] for k in keys) + 60
+    in_list = ", ".join(f"({quote(exp)}, {quote(eng)}, {minute})" for exp, eng, minute in keys)
+    return f"""
+INSERT INTO {TABLE}
+    (experiment_id, engine, arm, original_rank, window_start, units, impressions, clicks,
+     computed_at)
+SELECT experiment_id, engine, arm, r, ws, n_units, n_impressions, n_clicks, now64(6)
+FROM
+(
+    SELECT experiment_id, engine, arm, r,
+           toStartOfMinute(received_at) AS ws,
+           countIf(type = 'click') AS n_units,
+           countIf(type = 'serp_view') AS n_impressions,
+           countIf(type = 'click' AND ifNull(original_rank, 0) = r) AS n_clicks
+    FROM extension_events
+    ARRAY JOIN range(1, {MAX_RANK + 1}) AS r
+    WHERE received_at >= toDateTime64({lo}, 3, 'UTC')
+      AND received_at < toDateTime64({hi}, 3, 'UTC')
+      AND (experiment_id, engine, toUInt32(toStartOfMinute(received_at))) IN ({in_list})
+    GROUP BY experiment_id, engine, arm, r, ws
+)
+"""
