@@ -15,6 +15,7 @@ from ingest.middlewares import observe
 from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
 from streams.storage import Store, open_store
+from streams.storage.base import NoStore
 
 
 def create_app(settings: Settings, store: Store | None = None) -> web.Application:
@@ -25,7 +26,10 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     app[LIMITER] = RateLimiter(settings.rate_limit_rps, settings.rate_limit_burst)
     app[METRICS] = IngestMetrics.create()
     app[PRODUCER] = EventProducer(settings.kafka_bootstrap, settings.produce_timeout_s)
-    app[STORE] = store if store is not None else open_store(settings)
+    if store is None:
+        has_store = settings.clickhouse_url or settings.store_url
+        store = open_store(settings) if has_store else NoStore("ingest has no store configured")
+    app[STORE] = store
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         await app[PRODUCER].start()

@@ -8,7 +8,7 @@ from aiohttp import web
 
 def problem(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> web.HTTPException:
     """An aiohttp HTTP exception with a JSON body, to raise from a handler."""
-    cls = web.HTTPException
+    cls: type[web.HTTPException] = web.HTTPException
     for candidate in (
         web.HTTPBadRequest,
         web.HTTPUnauthorized,

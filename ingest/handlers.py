@@ -106,8 +106,8 @@ async def post_events(request: web.Request) -> web.Response:
         metrics.produce_latency.observe(seconds)
         for event in accepted:
             metrics.accepted.labels(event.type).inc()  # type: ignore[attr-defined]
-    body = {"accepted": len(accepted), "rejected": [r.to_json() for r in rejected]}
-    return _json(body, status=202 if accepted else 422)
+    answer = {"accepted": len(accepted), "rejected": [r.to_json() for r in rejected]}
+    return _json(answer, status=202 if accepted else 422)
 
 
 async def post_sql(request: web.Request) -> web.Response:

@@ -60,7 +60,7 @@ class Child:
             env=self.env,
             stdout=out,
             stderr=out,
-            stdin=asyncio.subprocess.DEVNULL,  # type: ignore[arg-type]
+            stdin=asyncio.subprocess.DEVNULL,
             start_new_session=True,
         )
         self.started_at = time.monotonic()

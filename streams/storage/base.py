@@ -62,3 +62,19 @@ class Store(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
+
+
+class NoStore(Store):
+    """Stands in where no store is configured; every call says so."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def execute(self, sql: str) -> None:
+        raise StoreUnavailable(self.reason)
+
+    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
+        raise StoreUnavailable(self.reason)
+
+    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+        raise StoreUnavailable(self.reason)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import logging
 import re
+from typing import Any
 
 import orjson
 from aiohttp import web
@@ -29,7 +30,7 @@ def _error(status: int, message: str) -> web.Response:
 
 def create_store_app(store: Store, token: str = "") -> web.Application:
     @web.middleware
-    async def check_token(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    async def check_token(request: web.Request, handler: Any) -> web.StreamResponse:
         if token and request.path != "/healthz":
             given = request.headers.get(TOKEN_HEADER, "")
             if not hmac.compare_digest(given, token):

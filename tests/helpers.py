@@ -1,0 +1,158 @@
+"""Test helpers: wait on conditions with deadlines, talk to a running service."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 30.0, what: str = "condition") -> T:
+    """Poll until ``predicate()`` is truthy; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+        except (OSError, urllib.error.URLError) as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(0.1)  # wait-ok: poll interval under a deadline
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+
+def http(
+    method: str,
+    url: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> Response:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            raw, status, hdrs = resp.read(), resp.status, dict(resp.headers)
+    except urllib.error.HTTPError as exc:
+        raw, status, hdrs = exc.read(), exc.code, dict(exc.headers)
+    try:
+        parsed = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        parsed = raw.decode(errors="replace")
+    return Response(status, hdrs, parsed)
+
+
+@dataclass
+class Service:
+    """A running ``auditstream up`` (or a lone ingest) reached over HTTP."""
+
+    url: str
+    api_key: str
+    data_dir: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def post(
+        self,
+        events: Any,
+        key: str | None = None,
+        raw: bytes | None = None,
+        content_type: str = "application/json",
+    ) -> Response:
+        headers = {"Content-Type": content_type}
+        if key != "":
+            headers["Authorization"] = f"Bearer {key or self.api_key}"
+        data = raw if raw is not None else orjson.dumps(events)
+        return http("POST", self.url + "/v1/events", data, headers)
+
+    def sql(self, statement: str) -> list[dict[str, Any]]:
+        resp = http(
+            "POST",
+            self.url + "/v1/sql",
+            orjson.dumps({"sql": statement}),
+            {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"},
+            timeout=120,
+        )
+        assert resp.status == 200, (resp.status, resp.body)
+        cols = resp.body["columns"]
+        return [dict(zip(cols, r, strict=True)) for r in resp.body["rows"]]
+
+    def scalar(self, statement: str) -> Any:
+        rows = self.sql(statement)
+        return next(iter(rows[0].values())) if rows else None
+
+    def pid(self, name: str) -> int:
+        return int((self.data_dir / "run" / f"{name}.pid").read_text())
+
+    def metric(self, name: str, labels: str = "") -> float:
+        text = http("GET", self.url + "/metrics").body
+        total = 0.0
+        for line in str(text).splitlines():
+            if line.startswith(name) and (not labels or labels in line):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+
+def start_up(
+    data_dir: Path, port: int, api_key: str, *extra: str, env: dict[str, str] | None = None
+) -> Service:
+    """Start ``auditstream up`` and wait until ingest is ready."""
+    log = open(data_dir.parent / f"up-{port}.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "auditstream",
+            "up",
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+            "--api-key",
+            api_key,
+            *extra,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
+    svc = Service(f"http://127.0.0.1:{port}", api_key, data_dir, proc)
+
+    def ready() -> bool:
+        assert proc.poll() is None, f"auditstream up exited; see {log.name}"
+        return http("GET", svc.url + "/readyz", timeout=2).status == 200
+
+    wait_for(ready, 90, "auditstream up to be ready")
+    return svc
+
+
+def stop_up(svc: Service) -> int:
+    assert svc.process is not None
+    svc.process.send_signal(signal.SIGINT)
+    return svc.process.wait(timeout=60)

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import pytest
+
+from collectors.simulate.clickmodel import ARMS, click_distribution
+
+
+@pytest.mark.parametrize("arm", ARMS)
+@pytest.mark.parametrize(("ads", "box"), [(False, False), (True, False), (False, True), (True, True)])
+def test_distributions_sum_to_one(arm: str, ads: bool, box: bool) -> None:
+    dist = click_distribution(arm, ads, box)
+    assert sum(dist.values()) == pytest.approx(1.0)
+    assert min(dist.values()) >= 0
+
+
+def test_calibrated_to_the_powermeter_figures() -> None:
+    control = click_distribution("control", False, False)
+    assert control["c1"] == pytest.approx(0.43)
+    assert click_distribution("swap_1_2", False, False)["c1"] - control["c1"] == pytest.approx(-0.19)
+    assert click_distribution("swap_1_3", False, False)["c1"] - control["c1"] == pytest.approx(-0.27)
+    assert click_distribution("swap_2_3", False, False)["c2"] - control["c2"] == pytest.approx(-0.06)
+    assert click_distribution("control", False, True)["shopping_box"] == pytest.approx(0.224)
+    with_ads = click_distribution("control", True, False)
+    assert with_ads["ad"] == pytest.approx(0.30)
+    assert click_distribution("hide_ads_box", True, True)["ad"] == 0
+
+
+def test_generated_events_are_valid() -> None:
+    from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+    from ingest.validation import validate_batch
+
+    events = next(ExtensionTraffic(TrafficConfig(seed=9)).batches(500, 500))
+    accepted, rejected = validate_batch(events)
+    assert not rejected and len(accepted) == 500

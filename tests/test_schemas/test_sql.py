@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+
+from schemas.sql import ReadOnlyViolation, guard_read_only, load_migrations, quote, split_statements
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1",
+        "  with x as (select 1) select * from x;",
+        "SHOW TABLES",
+        "DESCRIBE TABLE extension_events",
+        "EXPLAIN SELECT 1",
+    ],
+)
+def test_read_queries_pass(sql: str) -> None:
+    assert guard_read_only(sql).rstrip(";") == sql.strip().rstrip(";").strip()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "",
+        "DROP TABLE alerts",
+        "INSERT INTO alerts SELECT 1",
+        "SELECT 1; DROP TABLE x",
+        "SELECT 1 INTO OUTFILE '/tmp/x'",
+        "ALTER TABLE x DELETE WHERE 1",
+        "SYSTEM SHUTDOWN",
+    ],
+)
+def test_everything_else_is_refused(sql: str) -> None:
+    with pytest.raises(ReadOnlyViolation):
+        guard_read_only(sql)
+
+
+def test_quote_escapes() -> None:
+    assert quote("it's a \\ test") == "'it\\'s a \\\\ test'"
+
+
+def test_split_statements_drops_comments() -> None:
+    script = "-- header\nCREATE TABLE a (x Int8);\n\n-- note\nCREATE VIEW b AS SELECT 1;\n"
+    assert split_statements(script) == ("CREATE TABLE a (x Int8)", "CREATE VIEW b AS SELECT 1")
+
+
+def test_migrations_are_versioned_in_order() -> None:
+    migrations = load_migrations()
+    versions = [m.version for m in migrations]
+    assert versions == sorted(set(versions)) and versions[0] == 1
+    assert all(m.statements for m in migrations)
+    ddl = " ".join(s for m in migrations for s in m.statements)
+    assert "IF NOT EXISTS" in ddl
