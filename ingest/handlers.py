@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ from ingest.api_keys import ApiKey
 from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.errors import problem
 from ingest.producer import BrokerUnavailable
-from ingest.validation import validate_batch
+from ingest.validation import Rejection, validate_batch
 from schemas.sql import ReadOnlyViolation, guard_read_only
 from schemas.topics import FAMILY_BY_TYPE
 from streams.storage import StoreError, StoreUnavailable
@@ -85,14 +86,12 @@ async def post_events(request: web.Request) -> web.Response:
     for r in rejected:
         metrics.rejected.labels(r.reason).inc()
     if accepted:
-        received_at = format_received_at(datetime.now(UTC)).encode()
-        suffix = b',"received_at":"' + received_at + b'"}'
-        records = []
-        for event in accepted:
-            family = FAMILY_BY_TYPE[event.type]  # type: ignore[attr-defined]
-            body = event.model_dump_json().encode()
-            value = body[:-1] + suffix
-            records.append((family.topic(config.topic_prefix), family.key(event.__dict__), value))
+        received_at = format_received_at(datetime.now(UTC))
+        valid = [items[i] for i in accepted_indices(len(items), rejected)]
+        records = [
+            _record(config.topic_prefix, m, item, received_at)
+            for m, item in zip(accepted, valid, strict=True)
+        ]
         try:
             seconds = await app[PRODUCER].send_all(records)
         except BrokerUnavailable:
@@ -104,10 +103,29 @@ async def post_events(request: web.Request) -> web.Response:
                 {"Retry-After": str(config.retry_after_s)},
             ) from None
         metrics.produce_latency.observe(seconds)
-        for event in accepted:
-            metrics.accepted.labels(event.type).inc()  # type: ignore[attr-defined]
+        for event_type, n in Counter(item["type"] for item in valid).items():
+            metrics.accepted.labels(event_type).inc(n)
     answer = {"accepted": len(accepted), "rejected": [r.to_json() for r in rejected]}
     return _json(answer, status=202 if accepted else 422)
+
+
+def accepted_indices(n: int, rejected: list[Rejection]) -> list[int]:
+    bad = {r.index for r in rejected}
+    return [i for i in range(n) if i not in bad]
+
+
+def _record(prefix: str, model: Any, item: dict[str, Any], received_at: str) -> tuple[str, bytes, bytes]:
+    """(topic, key, value) for one valid event: its JSON as sent plus ``received_at``.
+
+    The event id is written in canonical form, because deduplication compares it
+    as text; everything else was already checked by the model.
+    """
+    family = FAMILY_BY_TYPE[item["type"]]
+    event_id = str(model.event_id)
+    if item["event_id"] != event_id:
+        item = {**item, "event_id": event_id}
+    value = orjson.dumps({**item, "received_at": received_at})
+    return family.topic(prefix), family.key(item), value
 
 
 async def post_sql(request: web.Request) -> web.Response:

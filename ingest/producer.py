@@ -13,10 +13,12 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Sequence
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from aiokafka.partitioner import murmur2
 
 from auditstream.errors import AuditstreamError
 
@@ -36,6 +38,12 @@ class EventProducer:
         self._healthy = False
         self._task: asyncio.Task[None] | None = None
         self.last_error = "not connected yet"
+        self._partition_counts: dict[str, int] = {}
+        self._partition_cache: dict[tuple[str, bytes], int] = {}
+        self._pending: list[tuple[Sequence[tuple[str, bytes, bytes]], asyncio.Future[None]]] = []
+        self._wake = asyncio.Event()
+        self._sender: asyncio.Task[None] | None = None
+        self._settling: set[asyncio.Future[None]] = set()
 
     @property
     def ready(self) -> bool:
@@ -55,6 +63,7 @@ class EventProducer:
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="kafka-producer")
+        self._sender = asyncio.create_task(self._coalesce(), name="kafka-coalescer")
 
     async def _run(self) -> None:
         while True:
@@ -88,30 +97,108 @@ class EventProducer:
             self._healthy = False
             self.last_error = f"broker not answering: {exc!r}"
 
+    async def _partition(self, producer: AIOKafkaProducer, topic: str, key: bytes) -> int:
+        """Kafka's default (murmur2) partition for ``key``, cached: keys repeat a lot."""
+        count = self._partition_counts.get(topic)
+        if count is None:
+            count = self._partition_counts[topic] = len(await producer.partitions_for(topic))
+        cache_key = (topic, key)
+        partition = self._partition_cache.get(cache_key)
+        if partition is None:
+            if len(self._partition_cache) > 100_000:
+                self._partition_cache.clear()
+            partition = self._partition_cache[cache_key] = (murmur2(key) & 0x7FFFFFFF) % count
+        return partition
+
     async def send_all(self, records: Sequence[tuple[str, bytes, bytes]]) -> float:
         """Send (topic, key, value) records; return seconds until all were acked."""
         if not self.ready or self._producer is None:
             raise BrokerUnavailable(self.last_error or "broker unavailable")
-        producer = self._producer
         started = time.perf_counter()
-
-        async def _send() -> None:
-            futures = [await producer.send(t, v, key=k) for t, k, v in records]
-            await asyncio.gather(*futures)
-
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((records, done))
+        self._wake.set()
         try:
-            await asyncio.wait_for(_send(), timeout=self.timeout_s)
+            await asyncio.wait_for(asyncio.shield(done), timeout=self.timeout_s)
         except (KafkaError, OSError, TimeoutError) as exc:
             self._healthy = False
             self.last_error = f"send failed: {exc!r}"
+            log.warning("Kafka send failed; answering 503 until the probe succeeds: %r", exc)
             raise BrokerUnavailable(self.last_error) from exc
         return time.perf_counter() - started
 
+    async def _coalesce(self) -> None:
+        """Merge the records of concurrent requests into one batch per partition.
+
+        One ``send()`` per record costs more than validating it; ready-made batches
+        cost a fraction. aiokafka keeps one pending batch per partition, so while a
+        cycle's batches are in flight the next requests pile up into the next cycle.
+        """
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            pending, self._pending = self._pending, []
+            producer = self._producer
+            if producer is None or not pending:
+                for _, done in pending:
+                    if not done.done():
+                        done.set_exception(BrokerUnavailable("producer not connected"))
+                continue
+            try:
+                await self._send_cycle(producer, pending)
+            except (KafkaError, OSError) as exc:
+                for _, done in pending:
+                    if not done.done():
+                        done.set_exception(exc)
+
+    async def _send_cycle(
+        self,
+        producer: AIOKafkaProducer,
+        pending: list[tuple[Sequence[tuple[str, bytes, bytes]], asyncio.Future[None]]],
+    ) -> None:
+        grouped: dict[tuple[str, int], list[tuple[bytes, bytes, int]]] = defaultdict(list)
+        for index, (records, _) in enumerate(pending):
+            for topic, key, value in records:
+                partition = await self._partition(producer, topic, key)
+                grouped[(topic, partition)].append((key, value, index))
+        waits: list[list[asyncio.Future[object]]] = [[] for _ in pending]
+        for (topic, partition), items in grouped.items():
+            batch = producer.create_batch()
+            owners: set[int] = set()
+            for key, value, index in items:
+                if batch.append(key=key, value=value, timestamp=None) is None:
+                    future = await producer.send_batch(batch, topic, partition=partition)
+                    for owner in owners:
+                        waits[owner].append(future)
+                    batch, owners = producer.create_batch(), set()  # noqa: PLW2901
+                    batch.append(key=key, value=value, timestamp=None)
+                owners.add(index)
+            future = await producer.send_batch(batch, topic, partition=partition)
+            for owner in owners:
+                waits[owner].append(future)
+        for (_, done), futures in zip(pending, waits, strict=True):
+            task = asyncio.ensure_future(_settle(done, futures))
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
+
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._task, self._sender):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._producer is not None:
             await self._producer.stop()
             self._producer = None
+
+
+async def _settle(done: asyncio.Future[None], futures: list[asyncio.Future[object]]) -> None:
+    """Resolve a request once every batch holding its records is acknowledged."""
+    try:
+        await asyncio.gather(*futures)
+    except Exception as exc:  # handed to the waiting request, which answers 503
+        if not done.done():
+            done.set_exception(exc)
+        return
+    if not done.done():
+        done.set_result(None)

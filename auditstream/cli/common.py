@@ -16,7 +16,7 @@ console = Console(stderr=True)
 
 DataDir = Annotated[
     Path | None,
-    typer.Option("--data-dir", help="State directory [env: AUDITSTREAM_DATA_DIR, default: data]"),
+    typer.Option("--data-dir", help="State directory \\[env: AUDITSTREAM_DATA_DIR, default: data]"),
 ]
 
 

@@ -23,7 +23,7 @@ schema_app = typer.Typer(help="Event schemas for client authors.", no_args_is_he
 
 Url = Annotated[str, typer.Option("--url", help="Base URL of a running auditstream ingest")]
 ApiKeyOpt = Annotated[
-    str | None, typer.Option("--api-key", help="Key with the read scope [env: AUDITSTREAM_API_KEY]")
+    str | None, typer.Option("--api-key", help="Key with the read scope \\[env: AUDITSTREAM_API_KEY]")
 ]
 Format = Annotated[str, typer.Option("--format", help="table, json or csv")]
 
@@ -118,7 +118,7 @@ def report(
 def migrate(
     data_dir: DataDir = None,
     clickhouse_url: Annotated[
-        str | None, typer.Option("--clickhouse-url", help="[env: AUDITSTREAM_CLICKHOUSE_URL]")
+        str | None, typer.Option("--clickhouse-url", help="\\[env: AUDITSTREAM_CLICKHOUSE_URL]")
     ] = None,
 ) -> None:
     """Apply pending DDL migrations (idempotent). `auditstream up` does this at start."""

@@ -15,14 +15,14 @@ from auditstream.cli.common import DataDir, console, fail, load_settings, setup_
 
 Bootstrap = Annotated[
     str | None,
-    typer.Option("--kafka-bootstrap", help="Kafka host:port [env: AUDITSTREAM_KAFKA_BOOTSTRAP]"),
+    typer.Option("--kafka-bootstrap", help="Kafka host:port \\[env: AUDITSTREAM_KAFKA_BOOTSTRAP]"),
 ]
 StoreUrl = Annotated[
-    str | None, typer.Option("--store-url", help="chDB owner URL [env: AUDITSTREAM_STORE_URL]")
+    str | None, typer.Option("--store-url", help="chDB owner URL \\[env: AUDITSTREAM_STORE_URL]")
 ]
 ClickhouseUrl = Annotated[
     str | None,
-    typer.Option("--clickhouse-url", help="ClickHouse server URL [env: AUDITSTREAM_CLICKHOUSE_URL]"),
+    typer.Option("--clickhouse-url", help="ClickHouse server URL \\[env: AUDITSTREAM_CLICKHOUSE_URL]"),
 ]
 LogLevel = Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR")]
 
@@ -36,8 +36,8 @@ def _use_uvloop() -> None:
 
 
 def ingest(
-    host: Annotated[str | None, typer.Option(help="Bind address [env: AUDITSTREAM_HOST]")] = None,
-    port: Annotated[int | None, typer.Option(help="Port [env: AUDITSTREAM_PORT]")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address \\[env: AUDITSTREAM_HOST]")] = None,
+    port: Annotated[int | None, typer.Option(help="Port \\[env: AUDITSTREAM_PORT]")] = None,
     data_dir: DataDir = None,
     kafka_bootstrap: Bootstrap = None,
     store_url: StoreUrl = None,
@@ -68,6 +68,7 @@ def ingest(
         print=None,
         access_log=None,
         shutdown_timeout=10,
+        reuse_port=True,
     )
 
 
@@ -99,7 +100,7 @@ def worker(
 
 
 def store(
-    port: Annotated[int | None, typer.Option(help="Loopback port [env: AUDITSTREAM_STORE_PORT]")] = None,
+    port: Annotated[int | None, typer.Option(help="Loopback port \\[env: AUDITSTREAM_STORE_PORT]")] = None,
     data_dir: DataDir = None,
     log_level: LogLevel = "INFO",
 ) -> None:

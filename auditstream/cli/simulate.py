@@ -17,7 +17,7 @@ app = typer.Typer(help="Generate realistic traffic against a running service.", 
 @app.command()
 def extension(
     url: Annotated[str, typer.Option(help="Base URL of ingest")] = "http://127.0.0.1:8080",
-    api_key: Annotated[str | None, typer.Option(help="Ingest key [env: AUDITSTREAM_API_KEY]")] = None,
+    api_key: Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")] = None,
     events: Annotated[int, typer.Option(help="How many events to send")] = 10_000,
     rate: Annotated[float, typer.Option(help="Events per second (0 = as fast as possible)")] = 500.0,
     batch_size: Annotated[int, typer.Option(help="Events per request (max 500)")] = 100,

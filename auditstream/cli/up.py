@@ -274,13 +274,13 @@ async def _main(sup: Supervisor, demo: bool) -> None:
 
 
 def up(
-    host: Annotated[str | None, typer.Option(help="Ingest bind address [env: AUDITSTREAM_HOST]")] = None,
-    port: Annotated[int | None, typer.Option(help="Ingest port [env: AUDITSTREAM_PORT]")] = None,
+    host: Annotated[str | None, typer.Option(help="Ingest bind address \\[env: AUDITSTREAM_HOST]")] = None,
+    port: Annotated[int | None, typer.Option(help="Ingest port \\[env: AUDITSTREAM_PORT]")] = None,
     data_dir: DataDir = None,
     api_key: Annotated[
         str | None, typer.Option("--api-key", help="Register this key (ingest and read scopes)")
     ] = None,
-    workers: Annotated[int | None, typer.Option(help="Worker processes [env: AUDITSTREAM_WORKERS]")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes \\[env: AUDITSTREAM_WORKERS]")] = None,
     partitions: Annotated[int | None, typer.Option(help="Partitions per topic")] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Also run the extension load generator")] = False,
     demo_events: Annotated[int, typer.Option(help="Events the demo sends")] = 20_000,

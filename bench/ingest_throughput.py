@@ -1,0 +1,143 @@
+"""Ingest events/s through POST /v1/events in batches of 100, against raw aiokafka sends.
+
+Run from a checkout: ``.venv/bin/python -m bench.ingest_throughput``. Both figures are
+measured in the same run on the same tansu broker, so their ratio is what matters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import orjson
+from aiokafka import AIOKafkaProducer
+
+from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from ingest.api_keys import KeyFile
+from schemas.topics import all_topics
+from streams.broker import TansuBroker, free_port
+from streams.transforms.batch import format_received_at
+
+
+async def raw_send_rate(bootstrap: str, events: list[dict], topic: str) -> float:
+    """Per-message aiokafka send with acks=all: the baseline ingest is compared to."""
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=2, enable_idempotence=False
+    )
+    await producer.start()
+    stamp = format_received_at(__import__("datetime").datetime.now(__import__("datetime").UTC))
+    values = [(e["install_id"].encode(), orjson.dumps({**e, "received_at": stamp})) for e in events]
+    started = time.perf_counter()
+    futures = [await producer.send(topic, v, key=k) for k, v in values]
+    await asyncio.gather(*futures)
+    elapsed = time.perf_counter() - started
+    await producer.stop()
+    return len(values) / elapsed
+
+
+async def ingest_rate(url: str, key: str, bodies: list[bytes], per_body: int, concurrency: int) -> float:
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    for b in bodies:
+        queue.put_nowait(b)
+    for _ in range(concurrency):
+        queue.put_nowait(None)
+    failures = 0
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        nonlocal failures
+        while (body := await queue.get()) is not None:
+            async with session.post(url + "/v1/events", data=body, headers=headers) as resp:
+                await resp.read()
+                if resp.status != 202:
+                    failures += 1
+                    if failures < 3:
+                        print(resp.status, (await resp.read())[:300])
+
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError(f"{failures} requests were not accepted")
+    return len(bodies) * per_body / elapsed
+
+
+def main() -> dict:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--processes", type=int, default=1, help="ingest processes (SO_REUSEPORT)")
+    args = parser.parse_args()
+
+    events = list(
+        next(ExtensionTraffic(TrafficConfig(seed=1, installs=2000)).batches(args.events, args.events))
+    )
+    bodies = [orjson.dumps(events[i : i + 100]) for i in range(0, len(events), 100)]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    broker = TansuBroker(free_port(), log_path=tmp / "broker.log")
+    asyncio.run(broker.start_and_wait(all_topics("auditstream"), 6))
+    _, key = KeyFile(tmp / "keys.json").create("bench", ("ingest",))
+    port = free_port()
+    env = {**os.environ, "AUDITSTREAM_RATE_LIMIT_RPS": "1e9", "AUDITSTREAM_RATE_LIMIT_BURST": "1000000000"}
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "auditstream",
+                "ingest",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(tmp),
+                "--kafka-bootstrap",
+                broker.bootstrap,
+                "--log-level",
+                "WARNING",
+            ],
+            env=env,
+            stderr=open(tmp / "ingest.log", "wb"),  # noqa: SIM115
+        )
+        for _ in range(args.processes)
+    ]
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                import urllib.request
+
+                if urllib.request.urlopen(url + "/readyz", timeout=1).status == 200:
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
+        baseline = asyncio.run(raw_send_rate(broker.bootstrap, events[:100_000], "auditstream.extension"))
+        rate = asyncio.run(ingest_rate(url, key, bodies, 100, args.concurrency))
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait()
+        asyncio.run(broker.stop())
+    result = {
+        "bench": "ingest",
+        "ingest_events_per_s": round(rate),
+        "raw_aiokafka_send_events_per_s": round(baseline),
+        "ratio": round(rate / baseline, 3),
+    }
+    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    return result
+
+
+if __name__ == "__main__":
+    main()
