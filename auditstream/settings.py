@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     retry_after_s: int = Field(5, ge=1, description="Retry-After sent with 503 answers.")
 
     # worker
-    batch_size: int = Field(2000, ge=1, description="Events per sink batch.")
+    batch_size: int = Field(10_000, ge=1, description="Largest sink batch (events).")
     batch_within_s: float = Field(0.25, gt=0, description="Longest wait to fill a batch.")
     workers: int = Field(1, ge=1, le=16, description="Worker processes in embedded mode.")
     broker_memory_warn_mb: int = Field(2048, description="Warn when tansu's RSS passes this.")

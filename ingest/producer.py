@@ -170,7 +170,7 @@ class EventProducer:
                     future = await producer.send_batch(batch, topic, partition=partition)
                     for owner in owners:
                         waits[owner].append(future)
-                    batch, owners = producer.create_batch(), set()  # noqa: PLW2901
+                    batch, owners = producer.create_batch(), set()
                     batch.append(key=key, value=value, timestamp=None)
                 owners.add(index)
             future = await producer.send_batch(batch, topic, partition=partition)

@@ -7,6 +7,8 @@ compacts changelogs and faust's RocksDB tables do not survive its offsets.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -31,16 +33,44 @@ def _family_agent(
     family: Family, sink: ClickHouseSink, settings: Settings
 ) -> Callable[[Any], Coroutine[Any, Any, None]]:
     async def consume(stream: Any) -> None:
-        # noack_take hands us the events; we ack only after the sink stored them,
-        # so a crash before that replays the batch instead of losing it.
-        events: list[Any]
-        async for events in stream.noack_take(settings.batch_size, within=settings.batch_within_s):
-            await sink.write(family, [e.value for e in events])
-            for event in events:
-                await stream.ack(event)
+        """Hand batches to a writer task; acknowledge each only once it is stored.
+
+        noack_take leaves acknowledgement to us, so a crash before a batch is stored
+        replays it instead of losing it. The writer runs beside the consumer, so the
+        next batch fills while the previous one is written; the bounded queue stops
+        consumption when ClickHouse falls behind.
+        """
+        queue: asyncio.Queue[list[Any]] = asyncio.Queue(maxsize=2)
+        writer = asyncio.create_task(_write_batches(family, sink, stream, queue))
+        try:
+            events: list[Any]
+            async for events in stream.noack_take(settings.batch_size, within=settings.batch_within_s):
+                if writer.done():
+                    writer.result()  # re-raise what stopped the writer
+                await queue.put(events)
+        finally:
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
 
     consume.__name__ = f"store_{family.name}"
     return consume
+
+
+async def _write_batches(
+    family: Family, sink: ClickHouseSink, stream: Any, queue: asyncio.Queue[list[Any]]
+) -> None:
+    while True:
+        events = await queue.get()
+        while True:
+            try:
+                await sink.write(family, [e.value for e in events])
+                break
+            except Exception:  # a bug must not drop or skip the batch: retry it
+                log.exception("sink failed on a %s batch; retrying in 5s", family.name)
+                await asyncio.sleep(5)
+        for event in events:
+            await stream.ack(event)
 
 
 def create_app(settings: Settings, store: Store) -> faust.App:

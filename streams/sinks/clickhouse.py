@@ -36,6 +36,7 @@ SINK_BATCH = Histogram(
 )
 SINK_ERRORS = Counter("auditstream_sink_errors_total", "Failed store attempts (retried)", ["table", "kind"])
 
+ID_CHUNK = 2000  # event ids per lookup, well inside ClickHouse's max_query_size
 REQUIRED = {EXTENSION.name: ("experiment_id", "engine")}
 
 
@@ -71,20 +72,30 @@ class ClickHouseSink:
             except StoreUnavailable as exc:
                 SINK_ERRORS.labels(family.raw_table, "unavailable").inc()
                 log.warning("store unavailable, retrying in %.1fs: %s", delay, exc)
+            except StoreError:
+                # A statement of ours failed: not the data (refused rows are dead-lettered).
+                # Keep the batch unacknowledged and retry, loudly, rather than drop it.
+                SINK_ERRORS.labels(family.raw_table, "error").inc()
+                log.exception("storing a %s batch failed; retrying in %.1fs", family.name, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, self.max_backoff_s)
 
     async def _existing_ids(self, family: Family, batch: DecodedBatch) -> set[str]:
+        """Event ids of the batch already stored (client retries and replays)."""
         if not batch.events:
             return set()
         oldest = min(e["received_at"] for e in batch.events)
-        ids = ", ".join(quote(e["event_id"]) for e in batch.events)
-        result = await self.store.query(
-            f"SELECT toString(event_id) FROM {family.raw_table} "
-            f"WHERE received_at >= toDateTime64({quote(oldest)}, 3, 'UTC') "
-            f"- INTERVAL {self.horizon_days} DAY AND event_id IN ({ids})"
-        )
-        return {r[0] for r in result.rows}
+        found: set[str] = set()
+        for start in range(0, len(batch.events), ID_CHUNK):
+            chunk = batch.events[start : start + ID_CHUNK]
+            ids = ", ".join(quote(e["event_id"]) for e in chunk)
+            result = await self.store.query(
+                f"SELECT toString(event_id) FROM {family.raw_table} "
+                f"WHERE received_at >= toDateTime64({quote(oldest)}, 3, 'UTC') "
+                f"- INTERVAL {self.horizon_days} DAY AND event_id IN ({ids})"
+            )
+            found.update(r[0] for r in result.rows)
+        return found
 
     async def _write_once(self, family: Family, batch: DecodedBatch) -> WriteResult:
         existing = await self._existing_ids(family, batch)

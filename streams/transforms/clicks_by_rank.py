@@ -22,23 +22,24 @@ def recompute_sql(keys: Collection[tuple[str, str, int]]) -> str:
     lo = min(k[2] for k in keys)
     hi = max(k[2] for k in keys) + 60
     in_list = ", ".join(f"({quote(exp)}, {quote(eng)}, {minute})" for exp, eng, minute in keys)
+    per_rank = ", ".join(f"countIf(type = 'click' AND original_rank = {r})" for r in range(1, MAX_RANK + 1))
     return f"""
 INSERT INTO {TABLE}
     (experiment_id, engine, arm, original_rank, window_start, units, impressions, clicks,
      computed_at)
-SELECT experiment_id, engine, arm, r, ws, n_units, n_impressions, n_clicks, now64(6)
+SELECT experiment_id, engine, arm, r, ws, n_units, n_impressions, n_clicks[r], now64(6)
 FROM
 (
-    SELECT experiment_id, engine, arm, r,
+    SELECT experiment_id, engine, arm,
            toStartOfMinute(received_at) AS ws,
            countIf(type = 'click') AS n_units,
            countIf(type = 'serp_view') AS n_impressions,
-           countIf(type = 'click' AND ifNull(original_rank, 0) = r) AS n_clicks
+           [{per_rank}] AS n_clicks
     FROM extension_events
-    ARRAY JOIN range(1, {MAX_RANK + 1}) AS r
     WHERE received_at >= toDateTime64({lo}, 3, 'UTC')
       AND received_at < toDateTime64({hi}, 3, 'UTC')
       AND (experiment_id, engine, toUInt32(toStartOfMinute(received_at))) IN ({in_list})
-    GROUP BY experiment_id, engine, arm, r, ws
+    GROUP BY experiment_id, engine, arm, ws
 )
+ARRAY JOIN range(1, {MAX_RANK + 1}) AS r
 """
