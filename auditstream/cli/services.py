@@ -94,6 +94,7 @@ def worker(
     )
     if not settings.kafka_bootstrap:
         raise fail("worker needs --kafka-bootstrap (or use `auditstream up`)")
+    _use_uvloop()  # faust's per-message overhead is the worker's limit; uvloop cuts it ~25%
     store = open_store(settings)
     app = create_app(settings, store)
     Worker(app, loglevel=log_level, quiet=True, redirect_stdouts=False).execute_from_commandline()

@@ -20,7 +20,7 @@ from schemas.sql import quote
 from schemas.topics import EXTENSION, Family
 from streams.storage import Store, StoreError, StoreUnavailable
 from streams.transforms import clicks_by_rank
-from streams.transforms.batch import DecodedBatch, decode_batch, minute_keys
+from streams.transforms.batch import DecodedBatch, decode_batch, slice_keys
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,8 @@ class ClickHouseSink:
         if dead:
             await self._dead_letter(family, dead)
         if family is EXTENSION and batch.events:
-            await self.store.execute(clicks_by_rank.recompute_sql(minute_keys(batch.events)))
+            keys = slice_keys(batch.events, clicks_by_rank.SLICE_S)
+            await self.store.execute(clicks_by_rank.recompute_sql(keys))
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
         SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)

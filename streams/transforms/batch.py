@@ -54,10 +54,10 @@ def decode_batch(values: Iterable[bytes], required: Sequence[str] = ()) -> Decod
     return out
 
 
-def minute_keys(events: Iterable[dict[str, Any]]) -> set[tuple[str, str, int]]:
-    """(experiment_id, engine, minute as unix seconds) for every extension event."""
+def slice_keys(events: Iterable[dict[str, Any]], seconds: int) -> set[tuple[str, str, int]]:
+    """(experiment_id, engine, slice start as unix seconds) for every extension event."""
     keys = set()
     for e in events:
         ts = parse_received_at(e["received_at"]).timestamp()
-        keys.add((e["experiment_id"], e["engine"], int(ts // 60 * 60)))
+        keys.add((e["experiment_id"], e["engine"], int(ts // seconds * seconds)))
     return keys

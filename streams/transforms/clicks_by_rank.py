@@ -1,4 +1,4 @@
-"""SQL that recomputes the 1-minute units/clicks aggregate for touched minutes."""
+"""SQL that recomputes the units/clicks aggregate for the 10-second slices a batch touched."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from collections.abc import Collection
 from schemas.sql import quote
 
 MAX_RANK = 10
-TABLE = "agg_clicks_by_rank_1m"
+TABLE = "agg_clicks_by_rank_10s"
+SLICE_S = 10
 
 
 def recompute_sql(keys: Collection[tuple[str, str, int]]) -> str:
-    """INSERT ... SELECT that rewrites every (experiment, engine, minute) in ``keys``.
+    """INSERT ... SELECT that rewrites every (experiment, engine, slice start) in ``keys``.
 
     It reads the deduplicated ``extension_events`` view, so the rows it writes equal
     a recount from raw, whatever was replayed. Every rank 1..MAX_RANK gets a row per
@@ -20,7 +21,7 @@ def recompute_sql(keys: Collection[tuple[str, str, int]]) -> str:
     if not keys:
         raise ValueError("no keys to recompute")
     lo = min(k[2] for k in keys)
-    hi = max(k[2] for k in keys) + 60
+    hi = max(k[2] for k in keys) + SLICE_S
     in_list = ", ".join(f"({quote(exp)}, {quote(eng)}, {minute})" for exp, eng, minute in keys)
     per_rank = ", ".join(f"countIf(type = 'click' AND original_rank = {r})" for r in range(1, MAX_RANK + 1))
     return f"""
@@ -31,14 +32,15 @@ SELECT experiment_id, engine, arm, r, ws, n_units, n_impressions, n_clicks[r], n
 FROM
 (
     SELECT experiment_id, engine, arm,
-           toStartOfMinute(received_at) AS ws,
+           toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND) AS ws,
            countIf(type = 'click') AS n_units,
            countIf(type = 'serp_view') AS n_impressions,
            [{per_rank}] AS n_clicks
     FROM extension_events
     WHERE received_at >= toDateTime64({lo}, 3, 'UTC')
       AND received_at < toDateTime64({hi}, 3, 'UTC')
-      AND (experiment_id, engine, toUInt32(toStartOfMinute(received_at))) IN ({in_list})
+      AND (experiment_id, engine, toUInt32(toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND)))
+          IN ({in_list})
     GROUP BY experiment_id, engine, arm, ws
 )
 ARRAY JOIN range(1, {MAX_RANK + 1}) AS r

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import orjson
 
-from streams.transforms.batch import decode_batch, format_received_at, minute_keys, parse_received_at
+from streams.transforms.batch import decode_batch, format_received_at, parse_received_at, slice_keys
 from streams.transforms.clicks_by_rank import recompute_sql
 
 
@@ -27,14 +27,14 @@ def test_decode_keeps_first_copy_and_rejects_garbage() -> None:
     assert [r[1].split(":")[0] for r in batch.rejects] == ["undecodable", "undecodable"]
 
 
-def test_minute_keys_floor_to_the_minute() -> None:
+def test_slice_keys_floor_to_the_minute() -> None:
     events = decode_batch([line("a", "2026-11-21 10:00:59.999"), line("b", "2026-11-21 10:01:00.000")]).events
-    keys = minute_keys(events)
+    keys = slice_keys(events, 60)
     base = int(datetime(2026, 11, 21, 10, 0, tzinfo=UTC).timestamp())
     assert keys == {("e", "google", base), ("e", "google", base + 60)}
 
 
 def test_recompute_sql_bounds_the_scan() -> None:
     sql = recompute_sql({("e'x", "google", 120), ("e", "bing", 60)})
-    assert "toDateTime64(60, 3, 'UTC')" in sql and "toDateTime64(180, 3, 'UTC')" in sql
+    assert "toDateTime64(60, 3, 'UTC')" in sql and "toDateTime64(130, 3, 'UTC')" in sql
     assert "'e\\'x'" in sql
