@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     batch_size: int = Field(10_000, ge=1, description="Largest sink batch (events).")
     batch_within_s: float = Field(0.25, gt=0, description="Longest wait to fill a batch.")
     workers: int = Field(1, ge=1, le=16, description="Worker processes in embedded mode.")
+    worker_metrics_port: int = Field(
+        0, ge=0, le=65535, description="Serve worker Prometheus metrics here (0 = off)."
+    )
     broker_memory_warn_mb: int = Field(2048, description="Warn when tansu's RSS passes this.")
 
     @property

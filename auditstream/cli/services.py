@@ -94,6 +94,10 @@ def worker(
     )
     if not settings.kafka_bootstrap:
         raise fail("worker needs --kafka-bootstrap (or use `auditstream up`)")
+    if settings.worker_metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(settings.worker_metrics_port)
     _use_uvloop()  # faust's per-message overhead is the worker's limit; uvloop cuts it ~25%
     store = open_store(settings)
     app = create_app(settings, store)
