@@ -81,6 +81,10 @@ class Child:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             await proc.wait()
+        self.forget()
+
+    def forget(self) -> None:
+        """Remove the pid file of a process that is gone."""
         with contextlib.suppress(FileNotFoundError):
             (self.run_dir / f"{self.name}.pid").unlink()
 
@@ -211,6 +215,7 @@ class Supervisor:
                 if code is None:
                     continue
                 if not child.restart:
+                    child.forget()
                     if child.name == "demo":
                         console.print(f"demo load finished (exit {code}); the service keeps running")
                     self.children.remove(child)

@@ -1,0 +1,46 @@
+"""Done-means 1: the main job starts, serves, runs its demo load, and stops cleanly."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from streams.broker import port_open
+from tests.helpers import Service, free_port, http, start_up, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def test_up_demo_serves_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    svc: Service = start_up(
+        tmp_path / "data",
+        port,
+        "demo-key-0123456789",
+        "--demo",
+        "--demo-events",
+        "3000",
+        "--demo-rate",
+        "3000",
+    )
+    wait_for(
+        lambda: (
+            svc.scalar("SELECT sum(units) + sum(impressions) FROM clicks_by_rank_1m WHERE original_rank = 1")
+            == 3000
+        ),
+        90,
+        "the demo load in the aggregate",
+    )
+    assert svc.scalar("SELECT count() FROM extension_events") == 3000
+    assert http("GET", svc.url + "/metrics").status == 200
+    broker_pid = svc.pid("broker")
+    assert svc.process is not None
+    svc.process.send_signal(signal.SIGINT)
+    assert svc.process.wait(timeout=90) == 0
+    assert not port_open("127.0.0.1", port)
+    assert (
+        not Path(f"/proc/{broker_pid}").exists() or "zombie" in Path(f"/proc/{broker_pid}/status").read_text()
+    )
+    assert not list((tmp_path / "data" / "run").glob("*.pid"))

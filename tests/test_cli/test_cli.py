@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from auditstream.cli import app
+
+runner = CliRunner()
+COMMANDS = [
+    [],
+    ["up"],
+    ["ingest"],
+    ["worker"],
+    ["store"],
+    ["sql"],
+    ["report"],
+    ["keys"],
+    ["keys", "create"],
+    ["keys", "list"],
+    ["keys", "revoke"],
+    ["db", "migrate"],
+    ["schema", "export"],
+    ["simulate", "extension"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "root")
+def test_every_command_has_help(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+def test_keys_lifecycle(tmp_path: Path) -> None:
+    created = runner.invoke(
+        app, ["keys", "create", "--name", "lab", "--scope", "read", "--data-dir", str(tmp_path)]
+    )
+    assert created.exit_code == 0, created.output
+    secret = created.stdout.strip().splitlines()[-1]
+    assert secret.startswith("as_")
+    keys = json.loads((tmp_path / "keys.json").read_text())["keys"]
+    assert secret not in (tmp_path / "keys.json").read_text() and keys[0]["scopes"] == ["read"]
+    listed = runner.invoke(app, ["keys", "list", "--data-dir", str(tmp_path)])
+    assert keys[0]["id"] in listed.stdout
+    revoked = runner.invoke(app, ["keys", "revoke", keys[0]["id"], "--data-dir", str(tmp_path)])
+    assert revoked.exit_code == 0
+    bad = runner.invoke(app, ["keys", "revoke", "k_nope", "--data-dir", str(tmp_path)])
+    assert bad.exit_code == 2
+
+
+def test_schema_export_writes_valid_json_schemas(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["schema", "export", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "click.schema.json" in names and "event.schema.json" in names and len(names) == 7
+    click = json.loads((tmp_path / "click.schema.json").read_text())
+    assert click["additionalProperties"] is False
+    assert "query" not in click["properties"] and "url" not in click["properties"]
+
+
+def test_bad_setting_is_reported_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUDITSTREAM_PARTITIONS", "0")
+    result = runner.invoke(app, ["keys", "list", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "partitions" in result.output
+
+
+def test_db_migrate_on_embedded_chdb_is_idempotent(tmp_path: Path) -> None:
+    first = runner.invoke(app, ["db", "migrate", "--data-dir", str(tmp_path)])
+    assert first.exit_code == 0, first.output
+    assert "0001_raw_events.sql" in first.output
+    second = runner.invoke(app, ["db", "migrate", "--data-dir", str(tmp_path)])
+    assert second.exit_code == 0 and "up to date" in second.output
