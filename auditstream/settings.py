@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address the HTTP intake binds to.")
     port: int = Field(8080, ge=0, le=65535, description="Port of the HTTP intake.")
     keys_file: Path | None = Field(None, description="API key file (default data_dir/keys.json).")
+    ingest_processes: int = Field(
+        1, ge=1, le=16, description="Ingest processes sharing the port in embedded mode."
+    )
     max_body_bytes: int = Field(1024 * 1024, description="Largest accepted request body.")
     max_events_per_request: int = Field(500, ge=1, description="Largest accepted batch.")
     rate_limit_rps: float = Field(2000.0, gt=0, description="Requests per second per API key.")

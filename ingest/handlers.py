@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 
 from ingest.api_keys import ApiKey
 from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
@@ -165,6 +166,10 @@ async def readyz(request: web.Request) -> web.Response:
 async def metrics(request: web.Request) -> web.Response:
     m = request.app[METRICS]
     m.broker_up.set(1 if request.app[PRODUCER].ready else 0)
-    resp = web.Response(body=generate_latest(m.registry))
+    registry = m.registry
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # several ingest processes share a port
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    resp = web.Response(body=generate_latest(registry))
     resp.content_type = CONTENT_TYPE_LATEST.split(";")[0]
     return resp

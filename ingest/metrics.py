@@ -53,5 +53,10 @@ class IngestMetrics:
                 registry=reg,
                 buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
             ),
-            broker_up=Gauge("auditstream_ingest_broker_up", "1 when Kafka answers the probe", registry=reg),
+            broker_up=Gauge(
+                "auditstream_ingest_broker_up",
+                "1 when Kafka answers the probe",
+                registry=reg,
+                multiprocess_mode="min",
+            ),
         )

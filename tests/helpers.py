@@ -146,7 +146,8 @@ def start_up(
 
     def ready() -> bool:
         assert proc.poll() is None, f"auditstream up exited; see {log.name}"
-        return http("GET", svc.url + "/readyz", timeout=2).status == 200
+        fully_up = (data_dir / "run" / "ready").exists()  # written once every process runs
+        return fully_up and http("GET", svc.url + "/readyz", timeout=2).status == 200
 
     wait_for(ready, 90, "auditstream up to be ready")
     return svc

@@ -25,6 +25,9 @@ def extension(
     experiment: Annotated[str, typer.Option(help="Experiment id")] = "demo",
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same traffic)")] = 1,
     concurrency: Annotated[int, typer.Option(help="Requests in flight")] = 4,
+    duration: Annotated[
+        float, typer.Option(help="Stop after this many seconds (0 = when --events are sent)")
+    ] = 0.0,
 ) -> None:
     """Browser-extension traffic: installs, arms, a calibrated click model, boxes and ads."""
     from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
@@ -49,6 +52,7 @@ def extension(
                 traffic.batches(min(batch_size, 500), events),
                 rate=rate or None,
                 concurrency=concurrency,
+                duration_s=duration or None,
                 on_progress=lambda n: progress.advance(task, n),
             )
         )

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import sys
 import time
@@ -159,9 +160,19 @@ class Supervisor:
 
         for i in range(s.workers):
             await self._child(f"worker-{i}", ["worker"]).start()
-        ingest = self._child("ingest", ["ingest", "--host", s.host, "--port", str(s.port)])
-        await ingest.start()
-        await wait_http(f"http://{s.host}:{s.port}/readyz", 60, ingest)
+        if s.ingest_processes > 1:
+            # Several processes share the port (SO_REUSEPORT); their metrics are merged
+            # through prometheus-client's multiprocess directory.
+            prom_dir = s.run_dir / "prometheus-ingest"
+            shutil.rmtree(prom_dir, ignore_errors=True)
+            prom_dir.mkdir(parents=True)
+            self.env["PROMETHEUS_MULTIPROC_DIR"] = str(prom_dir)
+        for i in range(s.ingest_processes):
+            name = "ingest" if i == 0 else f"ingest-{i}"
+            ingest = self._child(name, ["ingest", "--host", s.host, "--port", str(s.port)])
+            await ingest.start()
+            await wait_http(f"http://{s.host}:{s.port}/readyz", 60, ingest)
+        self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
     def banner(self) -> None:
         s = self.settings
@@ -249,7 +260,10 @@ class Supervisor:
 
     async def stop(self) -> None:
         order = (
-            ["demo", "ingest"] + [c.name for c in self.children if c.name.startswith("worker")] + ["store"]
+            ["demo"]
+            + [c.name for c in self.children if c.name.startswith("ingest")]
+            + [c.name for c in self.children if c.name.startswith("worker")]
+            + ["store"]
         )
         for name in order:
             for child in self.children:
@@ -269,10 +283,13 @@ async def _main(sup: Supervisor, demo: bool) -> None:
         with console.status("starting broker, store, workers and ingest..."):
             await sup.start()
         sup.banner()
+        (sup.settings.run_dir / "ready").write_text(f"http://{sup.settings.host}:{sup.settings.port}\n")
         if demo:
             await sup.start_demo()
         await sup.watch()
     finally:
+        with contextlib.suppress(FileNotFoundError):
+            (sup.settings.run_dir / "ready").unlink()
         with console.status("stopping..."):
             await sup.stop()
         console.print("stopped cleanly")
@@ -287,12 +304,23 @@ def up(
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes \\[env: AUDITSTREAM_WORKERS]")] = None,
     partitions: Annotated[int | None, typer.Option(help="Partitions per topic")] = None,
+    ingest_processes: Annotated[
+        int | None,
+        typer.Option(help="Ingest processes sharing the port \\[env: AUDITSTREAM_INGEST_PROCESSES]"),
+    ] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Also run the extension load generator")] = False,
     demo_events: Annotated[int, typer.Option(help="Events the demo sends")] = 20_000,
     demo_rate: Annotated[float, typer.Option(help="Demo events per second")] = 200.0,
 ) -> None:
     """Run the whole service on this machine until Ctrl-C (SIGINT) or SIGTERM."""
-    settings = load_settings(host=host, port=port, data_dir=data_dir, workers=workers, partitions=partitions)
+    settings = load_settings(
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        workers=workers,
+        partitions=partitions,
+        ingest_processes=ingest_processes,
+    )
     keys = KeyFile(settings.resolved_keys_file)
     if api_key:
         keys.create("cli", SCOPES, key=api_key)

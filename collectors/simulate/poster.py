@@ -36,8 +36,12 @@ async def post_batches(
     keep_ids: bool = False,
     on_progress: Callable[[int], None] | None = None,
     max_retry_s: float = 120.0,
+    duration_s: float | None = None,
 ) -> PostStats:
-    """Send every batch; ``rate`` is events per second (None = as fast as possible)."""
+    """Send every batch; ``rate`` is events per second (None = as fast as possible).
+
+    With ``duration_s``, stop starting new batches after that many seconds.
+    """
     stats = PostStats()
     headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
     endpoint = url.rstrip("/") + "/v1/events"
@@ -85,6 +89,8 @@ async def post_batches(
         tasks = [asyncio.create_task(worker(session)) for _ in range(concurrency)]
         try:
             for batch in batches:
+                if duration_s is not None and time.monotonic() - started > duration_s:
+                    break
                 if rate:
                     ahead = scheduled / rate - (time.monotonic() - started)
                     if ahead > 0:

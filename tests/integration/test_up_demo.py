@@ -44,3 +44,26 @@ def test_up_demo_serves_and_stops_cleanly(tmp_path: Path) -> None:
         not Path(f"/proc/{broker_pid}").exists() or "zombie" in Path(f"/proc/{broker_pid}/status").read_text()
     )
     assert not list((tmp_path / "data" / "run").glob("*.pid"))
+
+
+def test_two_ingest_processes_share_the_port_and_their_metrics(tmp_path: Path) -> None:
+    from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+
+    svc = start_up(tmp_path / "data", free_port(), "multi-key-0123456789", "--ingest-processes", "2")
+    try:
+        assert (tmp_path / "data" / "run" / "ingest-1.pid").exists()
+        batches = ExtensionTraffic(TrafficConfig(experiment_id="multi", seed=4)).batches(50, 1000)
+        for batch in batches:
+            assert svc.post(batch).status == 202
+        # Whichever process answers /metrics, it reports the sum over both.
+        for _ in range(4):
+            assert svc.metric("auditstream_ingest_events_accepted_total") == 1000
+        wait_for(
+            lambda: svc.scalar("SELECT count() FROM extension_events WHERE experiment_id='multi'") == 1000,
+            60,
+            "all events stored",
+        )
+    finally:
+        assert svc.process is not None
+        svc.process.send_signal(signal.SIGINT)
+        assert svc.process.wait(timeout=90) == 0
