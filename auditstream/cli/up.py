@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import shutil
@@ -328,6 +329,9 @@ def up(
         _, api_key = keys.create("demo", SCOPES)
     else:
         api_key = "(existing keys; `auditstream keys create` makes a new one)"
+    # The supervisor only talks to Kafka to create topics; failures there raise. Keep
+    # aiokafka's connection chatter (expected while tansu starts) off the console.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     sup = Supervisor(settings, demo_events, demo_rate, api_key)
     try:
         asyncio.run(_main(sup, demo))
