@@ -3,6 +3,10 @@
 The partition key keeps related events on one partition, in order: an install's
 extension events, a snapshot round's profiles, and a crawl's nodes with its
 markers.
+
+Wire format: a message value is one or more events as JSON lines (newline
+separated), each with the server's ``received_at`` added. Ingest bundles the events
+of one request that fall on the same partition into one message.
 """
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ class DecodedBatch:
 
 
 def decode_batch(values: Iterable[bytes], required: Sequence[str] = ()) -> DecodedBatch:
-    """Parse JSON values; keep the first copy of each event_id within the batch."""
+    """Parse the JSON lines of each value; keep the first copy of each event_id."""
     out = DecodedBatch()
     seen: set[str] = set()
-    for value in values:
+    for value in (line for bundle in values for line in bundle.split(b"\n") if line):
         try:
             event = orjson.loads(value)
             if not isinstance(event, dict):

@@ -80,7 +80,7 @@ def consume_all(bootstrap: str) -> list[dict[str, Any]]:
             continue
         if msg.error():
             continue
-        out.append(orjson.loads(msg.value()))
+        out.extend(orjson.loads(line) for line in msg.value().split(b"\n"))
         idle = 0
     consumer.close()
     return out

@@ -38,3 +38,10 @@ def test_recompute_sql_bounds_the_scan() -> None:
     sql = recompute_sql({("e'x", "google", 120), ("e", "bing", 60)})
     assert "toDateTime64(60, 3, 'UTC')" in sql and "toDateTime64(130, 3, 'UTC')" in sql
     assert "'e\\'x'" in sql
+
+
+def test_bundled_values_are_split_into_events() -> None:
+    bundle = line("a") + b"\n" + line("b") + b"\n" + b"{broken"
+    batch = decode_batch([bundle, line("c")])
+    assert [e["event_id"] for e in batch.events] == ["a", "b", "c"]
+    assert len(batch.rejects) == 1
