@@ -54,7 +54,9 @@ class Settings(BaseSettings):
     retry_after_s: int = Field(5, ge=1, description="Retry-After sent with 503 answers.")
 
     # worker
-    batch_size: int = Field(10_000, ge=1, description="Largest sink batch (events).")
+    batch_size: int = Field(
+        1000, ge=1, description="Kafka messages per sink batch (a message holds 1+ events)."
+    )
     batch_within_s: float = Field(0.25, gt=0, description="Longest wait to fill a batch.")
     workers: int = Field(1, ge=1, le=16, description="Worker processes in embedded mode.")
     worker_metrics_port: int = Field(

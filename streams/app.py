@@ -40,7 +40,7 @@ def _family_agent(
         next batch fills while the previous one is written; the bounded queue stops
         consumption when ClickHouse falls behind.
         """
-        queue: asyncio.Queue[list[Any]] = asyncio.Queue(maxsize=2)
+        queue: asyncio.Queue[list[Any]] = asyncio.Queue(maxsize=1)
         writer = asyncio.create_task(_write_batches(family, sink, stream, queue))
         try:
             events: list[Any]
