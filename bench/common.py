@@ -37,17 +37,19 @@ class MemorySampler:
         self._stop.set()
         self._thread.join()
 
-    def summary(self) -> dict[str, dict[str, float]]:
+    def summary(self) -> dict[str, dict[str, object]]:
         out = {}
         for name, values in self.samples.items():
             values = [v for v in values if v > 0]
             if not values:
                 continue
-            tenth = max(1, len(values) // 10)
+            quarter = max(1, len(values) // 4)
             out[name] = {
                 "peak_mb": round(max(values), 1),
-                "first_10pct_mb": round(statistics.mean(values[:tenth]), 1),
-                "last_10pct_mb": round(statistics.mean(values[-tenth:]), 1),
+                "mean_mb_by_quarter": [
+                    round(statistics.mean(values[i * quarter : (i + 1) * quarter] or values[-1:]), 1)
+                    for i in range(4)
+                ],
             }
         return out
 

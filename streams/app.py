@@ -89,7 +89,7 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         broker_commit_interval=1.0,
         consumer_auto_offset_reset="earliest",
         producer_acks=-1,
-        stream_buffer_maxsize=max(4096, settings.batch_size * 2),
+        stream_buffer_maxsize=settings.batch_size * 2,
     )
     sink = ClickHouseSink(store, settings.dedup_horizon_days)
     for family in FAMILIES:
