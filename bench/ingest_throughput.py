@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,44 @@ async def ingest_rate(url: str, key: str, bodies: list[bytes], per_body: int, co
     return len(bodies) * per_body / elapsed
 
 
+WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer %(key)s"
+local bodies = {}
+local f = io.open("%(bodies)s", "r")
+for line in f:lines() do bodies[#bodies + 1] = line end
+f:close()
+local i = 0
+request = function()
+  i = i %% #bodies + 1
+  return wrk.format(nil, nil, nil, bodies[i])
+end
+done = function(summary, latency, requests)
+  io.write(string.format("WRK %%d %%d %%d\\n", summary.requests, summary.duration,
+    summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write))
+end
+"""
+
+
+def wrk_rate(url: str, key: str, bodies: list[bytes], per_body: int, tmp: Path, seconds: int = 15) -> float:
+    """Ingest rate with wrk (C) as the client, which leaves more CPU to ingest than Python."""
+    lines = tmp / "bodies.ndjson"
+    lines.write_bytes(b"\n".join(bodies) + b"\n")
+    script = tmp / "post.lua"
+    script.write_text(WRK_SCRIPT % {"key": key, "bodies": lines})
+    out = subprocess.run(
+        ["wrk", "-t", "1", "-c", "32", "-d", f"{seconds}s", "-s", str(script), url + "/v1/events"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    requests, micros, errors = (int(x) for x in out.split("WRK ")[1].split()[:3])
+    if errors:
+        raise RuntimeError(f"wrk saw {errors} failed requests:\n{out}")
+    return requests * per_body / (micros / 1e6)
+
+
 def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=200_000)
@@ -124,6 +163,7 @@ def main() -> dict:
             time.sleep(0.1)
         baseline = asyncio.run(raw_send_rate(broker.bootstrap, events[:100_000], "auditstream.extension"))
         rate = asyncio.run(ingest_rate(url, key, bodies, 100, args.concurrency))
+        wrk = wrk_rate(url, key, bodies, 100, tmp) if shutil.which("wrk") else None
     finally:
         for proc in procs:
             proc.terminate()
@@ -134,7 +174,11 @@ def main() -> dict:
         "ingest_events_per_s": round(rate),
         "raw_aiokafka_send_events_per_s": round(baseline),
         "ratio": round(rate / baseline, 3),
+        "ingest_processes": args.processes,
     }
+    if wrk is not None:
+        result["ingest_events_per_s_wrk_client"] = round(wrk)
+        result["ratio_wrk_client"] = round(wrk / baseline, 3)
     print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     return result
 
