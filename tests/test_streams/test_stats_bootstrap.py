@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streams.stats.bootstrap import (
+    POISSON1_CDF,
+    percentile_interval,
+    poisson1,
+    replicate_ratios,
+    resample_installs,
+    unit_uniform,
+    weights,
+)
+
+
+def test_poisson1_weights_have_mean_and_variance_one() -> None:
+    assert list(POISSON1_CDF) == sorted(POISSON1_CDF) and POISSON1_CDF[-1] > 0.99999
+    w = np.array([poisson1(unit_uniform(f"install-{i}", b, seed=3)) for i in range(400) for b in range(50)])
+    assert w.mean() == pytest.approx(1.0, abs=0.02)
+    assert w.var() == pytest.approx(1.0, abs=0.05)
+
+
+def test_weights_are_deterministic_and_seeded() -> None:
+    ids = ["a1b2c3d4e5", "f6g7h8i9j0"]
+    assert np.array_equal(weights(ids, 20, seed=1), weights(ids, 20, seed=1))
+    assert not np.array_equal(weights(ids, 20, seed=1), weights(ids, 20, seed=2))
+
+
+def test_streamed_poisson_ci_matches_offline_resampling() -> None:
+    """Poisson(1) cluster weights vs 2,000 resamples of installs: bounds within 0.01."""
+    rng = np.random.default_rng(7)
+    n = 1500
+    units = rng.integers(5, 60, size=n).astype(float)  # clicks per install: clustered, uneven
+    p = np.clip(rng.normal(0.43, 0.08, size=n), 0, 1)  # each person has their own c1 rate
+    clicks = rng.binomial(units.astype(int), p).astype(float)
+    ids = [f"install-{i:05d}" for i in range(n)]
+    streamed = percentile_interval(replicate_ratios(weights(ids, 200, seed=11), clicks, units))
+    offline = percentile_interval(replicate_ratios(resample_installs(n, 2000, seed=5), clicks, units))
+    assert streamed[0] == pytest.approx(offline[0], abs=0.01)
+    assert streamed[1] == pytest.approx(offline[1], abs=0.01)
+    assert streamed[0] < clicks.sum() / units.sum() < streamed[1]
+
+
+def test_replicates_without_units_are_ignored() -> None:
+    w = np.array([[0.0, 1.0], [0.0, 2.0]])
+    ratios = replicate_ratios(w, np.array([1.0, 1.0]), np.array([2.0, 2.0]))
+    assert np.isnan(ratios[0]) and ratios[1] == pytest.approx(0.5)
+    assert percentile_interval(ratios) == (pytest.approx(0.5), pytest.approx(0.5))
