@@ -19,8 +19,8 @@ from prometheus_client import Counter, Histogram
 from schemas.sql import quote
 from schemas.topics import EXTENSION, Family
 from streams.storage import Store, StoreError, StoreUnavailable
-from streams.transforms import clicks_by_rank
-from streams.transforms.batch import DecodedBatch, decode_batch, slice_keys
+from streams.transforms import arrangement_stats, clicks_by_rank
+from streams.transforms.batch import DecodedBatch, decode_batch, install_days, slice_keys
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ SINK_BATCH = Histogram(
 SINK_ERRORS = Counter("auditstream_sink_errors_total", "Failed store attempts (retried)", ["table", "kind"])
 
 ID_CHUNK = 2000  # event ids per lookup, well inside ClickHouse's max_query_size
-REQUIRED = {EXTENSION.name: ("experiment_id", "engine")}
+REQUIRED = {EXTENSION.name: ("experiment_id", "engine", "install_id")}
 
 
 @dataclass
@@ -113,6 +113,9 @@ class ClickHouseSink:
         if family is EXTENSION and batch.events:
             keys = slice_keys(batch.events, clicks_by_rank.SLICE_S)
             await self.store.execute(clicks_by_rank.recompute_sql(keys))
+            await self.store.execute(arrangement_stats.slices_sql(keys))
+            for statement in arrangement_stats.days_sql(install_days(batch.events)):
+                await self.store.execute(statement)
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
         SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)

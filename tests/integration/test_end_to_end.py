@@ -34,18 +34,52 @@ def _key(row: dict) -> tuple:
     return (row["engine"], row["arm"], int(rank), row["window_start"])
 
 
+def aggregate_matches(svc: Service, exp: str) -> bool:
+    def keyed(rows: list[dict]) -> dict:
+        return {_key(r): (r["units"], r["impressions"], r["clicks"]) for r in rows}
+
+    recount = keyed(svc.sql(RECOUNT.format(exp=exp)))
+    return bool(recount) and keyed(svc.sql(STORED.format(exp=exp))) == recount
+
+
 def assert_aggregate_exact(svc: Service, exp: str) -> None:
-    recount = {_key(r): r for r in svc.sql(RECOUNT.format(exp=exp))}
-    stored = {_key(r): r for r in svc.sql(STORED.format(exp=exp))}
-    assert recount, "no rows to compare"
-    assert stored.keys() == recount.keys()
-    for key, row in recount.items():
-        got = stored[key]
-        assert (got["units"], got["impressions"], got["clicks"]) == (
-            row["units"],
-            row["impressions"],
-            row["clicks"],
-        ), key
+    """The stored aggregate equals a recount once the worker finished its last batch."""
+    wait_for(lambda: aggregate_matches(svc, exp), 30, f"clicks_by_rank_1m of {exp} = recount")
+
+
+INSTALL_RECOUNT = """
+SELECT install_id, arm, toDate(received_at) AS day, identified,
+       countIf(type = 'click') AS units, countIf(type = 'serp_view') AS impressions,
+       countIf(type = 'click' AND element_type = 'organic' AND original_rank = 1) AS c1,
+       countIf(type = 'click' AND element_type = 'ad') AS ad
+FROM extension_events WHERE experiment_id = '{exp}'
+GROUP BY install_id, arm, day, identified
+"""
+INSTALL_STORED = """
+SELECT install_id, arm, day, identified, sum(units) AS units, sum(impressions) AS impressions,
+       sum(clicks[1]) AS c1, sum(clicks_ad) AS ad
+FROM arrangement_install_day WHERE experiment_id = '{exp}'
+GROUP BY install_id, arm, day, identified
+"""
+
+
+def assert_install_stats_exact(svc: Service, exp: str) -> None:
+    def keyed(rows: list[dict]) -> dict:
+        return {
+            (r["install_id"], r["arm"], r["day"], int(r["identified"])): (
+                r["units"],
+                r["impressions"],
+                r["c1"],
+                r["ad"],
+            )
+            for r in rows
+        }
+
+    def matches() -> bool:
+        recount = keyed(svc.sql(INSTALL_RECOUNT.format(exp=exp)))
+        return bool(recount) and keyed(svc.sql(INSTALL_STORED.format(exp=exp))) == recount
+
+    wait_for(matches, 30, f"arrangement_install_day of {exp} = recount")
 
 
 def post(svc: Service, exp: str, total: int, seed: int, **kw) -> list[str]:
@@ -69,6 +103,7 @@ def test_ten_thousand_events_exactly_once(service: Service) -> None:
     assert len(stored) == len(set(stored)) == 10_000
     assert set(stored) == set(ids)
     assert_aggregate_exact(service, "e2e")
+    assert_install_stats_exact(service, "e2e")
 
 
 def test_client_retry_is_counted_once(service: Service) -> None:
@@ -129,3 +164,4 @@ def test_worker_sigkill_mid_stream_loses_and_duplicates_nothing(service: Service
     # Physical copies from the replay may exist until merged; no query the project makes sees them.
     assert raw >= total
     assert_aggregate_exact(service, "crash")
+    assert_install_stats_exact(service, "crash")
