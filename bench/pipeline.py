@@ -94,7 +94,7 @@ async def freshness(url: str, rate: float, seconds: float) -> list[float]:
                     await r.read()
 
         async def probe(i: int) -> None:
-            exp = f"fresh-{i}"
+            exp = f"fresh-{int(rate)}-{i}"
             event = {
                 **probe_template,
                 "experiment_id": exp,
