@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streams.stats.arrangement_table import InstallArmCounts, figure3
+
+
+def simulate(n_installs: int, seed: int) -> list[InstallArmCounts]:
+    """Installs with their own click propensity; swap_1_2 moves 0.19 from c1 to c2."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_installs):
+        tilt = rng.normal(0, 0.05)
+        for arm, c1 in (("control", 0.43), ("swap_1_2", 0.24)):
+            units = int(rng.integers(5, 30))
+            p1 = float(np.clip(c1 + tilt, 0.01, 0.95))
+            c1_clicks = rng.binomial(units, p1)
+            c2_clicks = rng.binomial(units - c1_clicks, 0.3)
+            rows.append(InstallArmCounts(f"i{i}", arm, units, [c1_clicks, c2_clicks]))
+    return rows
+
+
+def test_planted_gap_lies_inside_its_interval() -> None:
+    table = {r.arm: r for r in figure3(simulate(800, seed=1), ranks=2, seed=3)}
+    control, swap = table["control"], table["swap_1_2"]
+    assert control.ctr[0].ci_low < 0.43 < control.ctr[0].ci_high
+    delta = swap.delta[0]
+    assert delta.ci_low < -0.19 < delta.ci_high
+    assert delta.ci_low < delta.value < delta.ci_high
+    beta = swap.beta[0]
+    assert beta.ci_low < 0.19 / 0.43 < beta.ci_high
+    assert not control.delta  # control has no gap against itself
+
+
+def test_interval_width_shrinks_like_one_over_sqrt_n() -> None:
+    small = {r.arm: r for r in figure3(simulate(400, seed=5), ranks=1, seed=2)}
+    large = {r.arm: r for r in figure3(simulate(1600, seed=6), ranks=1, seed=2)}
+
+    def width(t: dict) -> float:
+        return t["swap_1_2"].delta[0].ci_high - t["swap_1_2"].delta[0].ci_low
+
+    assert width(small) / width(large) == pytest.approx(2.0, rel=0.2)
+
+
+def test_missing_arm_gives_nan_not_a_crash() -> None:
+    rows = [InstallArmCounts("a", "swap_1_2", 3, [1])]
+    (only,) = figure3(rows, ranks=1)
+    assert only.arm == "swap_1_2" and only.delta == [] and only.ctr[0].value == pytest.approx(1 / 3)
