@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from auditstream.cli import data, keys, services, simulate, up
+from auditstream.cli import data, keys, report, services, simulate, up
 
 app = typer.Typer(
     name="auditstream",
@@ -18,7 +18,7 @@ app.command("ingest")(services.ingest)
 app.command("worker")(services.worker)
 app.command("store")(services.store)
 app.command("sql")(data.sql)
-app.command("report")(data.report)
+app.add_typer(report.app, name="report")
 app.add_typer(keys.app, name="keys")
 app.add_typer(data.db_app, name="db")
 app.add_typer(data.schema_app, name="schema")

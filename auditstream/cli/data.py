@@ -28,7 +28,7 @@ ApiKeyOpt = Annotated[
 Format = Annotated[str, typer.Option("--format", help="table, json or csv")]
 
 
-def _run_sql(url: str, api_key: str | None, sql: str) -> dict[str, Any]:
+def run_sql(url: str, api_key: str | None, sql: str) -> dict[str, Any]:
     import urllib.error
     import urllib.request
 
@@ -82,36 +82,7 @@ def sql(
     format: Format = "table",
 ) -> None:
     """Run read-only SQL against the store through a running service."""
-    print_result(_run_sql(url, api_key, statement), format)
-
-
-REPORT_SQL = """
-SELECT experiment_id, engine, arm, original_rank, u AS units, c AS clicks,
-       round(if(u = 0, nan, c / u), 4) AS ctr
-FROM
-(
-    SELECT experiment_id, engine, arm, original_rank, sum(units) AS u, sum(clicks) AS c
-    FROM clicks_by_rank_1m
-    WHERE window_start >= now() - INTERVAL {minutes} MINUTE {where}
-    GROUP BY experiment_id, engine, arm, original_rank
-)
-ORDER BY experiment_id, engine, arm, original_rank
-"""
-
-
-def report(
-    experiment: Annotated[str | None, typer.Option(help="Only this experiment id")] = None,
-    minutes: Annotated[int, typer.Option(help="Look back this many minutes")] = 60 * 24 * 365,
-    url: Url = "http://127.0.0.1:8080",
-    api_key: ApiKeyOpt = None,
-    format: Format = "table",
-) -> None:
-    """Units, clicks and CTR per experiment, engine, arm and original rank."""
-    from schemas.sql import quote
-
-    where = f"AND experiment_id = {quote(experiment)}" if experiment else ""
-    result = _run_sql(url, api_key, REPORT_SQL.format(minutes=int(minutes), where=where))
-    print_result(result, format, title="clicks by original rank (units = click events)")
+    print_result(run_sql(url, api_key, statement), format)
 
 
 @db_app.command()

@@ -74,3 +74,14 @@ def test_db_migrate_on_embedded_chdb_is_idempotent(tmp_path: Path) -> None:
     assert "0001_raw_events.sql" in first.output
     second = runner.invoke(app, ["db", "migrate", "--data-dir", str(tmp_path)])
     assert second.exit_code == 0 and "up to date" in second.output
+
+
+def test_composition() -> None:
+    result = runner.invoke(
+        app, ["report", "composition", "--search-share", "0.8", "--topk-share", "0.7", "--beta", "0.44"]
+    )
+    assert result.exit_code == 0 and result.stdout.strip() == "0.2464"
+    bad = runner.invoke(
+        app, ["report", "composition", "--search-share", "1.8", "--topk-share", "0.7", "--beta", "0.44"]
+    )
+    assert bad.exit_code == 2

@@ -1,0 +1,158 @@
+"""``auditstream report``: tables for operators and analysts, through a running service."""
+
+from __future__ import annotations
+
+import math
+import sys
+from datetime import date
+from typing import Annotated
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from auditstream.cli.common import fail
+from auditstream.cli.data import ApiKeyOpt, Format, Url, print_result, run_sql
+
+app = typer.Typer(
+    help="Reports: the minute aggregate (default), an experiment's Figure-3 table, composition.",
+    invoke_without_command=True,
+)
+
+SUMMARY_SQL = """
+SELECT experiment_id, engine, arm, original_rank, u AS units, c AS clicks,
+       round(if(u = 0, nan, c / u), 4) AS ctr
+FROM
+(
+    SELECT experiment_id, engine, arm, original_rank, sum(units) AS u, sum(clicks) AS c
+    FROM clicks_by_rank_1m
+    WHERE window_start >= now() - INTERVAL {minutes} MINUTE {where}
+    GROUP BY experiment_id, engine, arm, original_rank
+)
+ORDER BY experiment_id, engine, arm, original_rank
+"""
+
+
+@app.callback()
+def summary(
+    ctx: typer.Context,
+    experiment: Annotated[str | None, typer.Option(help="Only this experiment id")] = None,
+    minutes: Annotated[int, typer.Option(help="Look back this many minutes")] = 60 * 24 * 365,
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+    format: Format = "table",
+) -> None:
+    """Units, clicks and CTR per experiment, engine, arm and original rank (raw, no preprocessing)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from schemas.sql import quote
+
+    where = f"AND experiment_id = {quote(experiment)}" if experiment else ""
+    result = run_sql(url, api_key, SUMMARY_SQL.format(minutes=int(minutes), where=where))
+    print_result(result, format, title="clicks by original rank (units = click events)")
+
+
+def _fmt(value: float | None, ci: tuple[float | None, float | None] | None = None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    text = f"{value:.3f}"
+    if ci and ci[0] is not None and ci[1] is not None:
+        text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+    return text
+
+
+@app.command()
+def experiment(
+    experiment_id: Annotated[str, typer.Argument(help="The experiment id")],
+    engine: Annotated[str, typer.Option(help="Search engine")] = "google",
+    subset: Annotated[str, typer.Option(help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2")] = "all",
+    burn_in_days: Annotated[int, typer.Option(help="Drop each install's first N days")] = 4,
+    include_unidentified: Annotated[
+        bool, typer.Option("--include-unidentified", help="Keep identified=false events")
+    ] = False,
+    since: Annotated[str | None, typer.Option(help="First day, YYYY-MM-DD")] = None,
+    until: Annotated[str | None, typer.Option(help="Last day, YYYY-MM-DD")] = None,
+    ranks: Annotated[int, typer.Option(help="Positions c1..cN to show")] = 6,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")] = 0,
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+    format: Format = "table",
+) -> None:
+    """CTR per position and arm, gap and distortion against control, 95% clustered-bootstrap CIs."""
+    from streams.reports.experiment import ReportQuery, flatten, table_from_rows
+
+    try:
+        query = ReportQuery(
+            experiment_id,
+            engine,
+            burn_in_days,
+            not include_unidentified,
+            subset,
+            date.fromisoformat(since) if since else None,
+            date.fromisoformat(until) if until else None,
+        )
+        per_install_sql, drops_sql = query.per_install_sql(), query.drops_sql()
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    result = run_sql(url, api_key, per_install_sql)
+    rows = [dict(zip(result["columns"], r, strict=True)) for r in result["rows"]]
+    if not rows:
+        raise fail(f"no units for {experiment_id} on {engine} after preprocessing", 1)
+    table = table_from_rows(rows, ranks, seed)
+    drops = run_sql(url, api_key, drops_sql)
+    if format in ("json", "csv"):
+        records = flatten(table)
+        if format == "json":
+            drop_rows = [dict(zip(drops["columns"], r, strict=True)) for r in drops["rows"]]
+            sys.stdout.write(orjson.dumps({"arms": records, "preprocessing": drop_rows}).decode() + "\n")
+        else:
+            columns = list(records[0].keys()) if records else []
+            print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
+        return
+    console = Console()
+    ctr_table = Table(
+        "arm",
+        "units",
+        "installs",
+        *(f"CTR c{i}" for i in range(1, ranks + 1)),
+        title=f"{experiment_id} · {engine} · subset {subset}: CTR with 95% CI",
+    )
+    gap_table = Table(
+        "arm",
+        *(f"delta c{i}" for i in range(1, 4)),
+        *(f"beta c{i}" for i in range(1, 4)),
+        title="performativity gap and algorithmic distortion against control",
+    )
+    for row in table:
+        ctr_table.add_row(
+            row.arm,
+            str(row.units),
+            str(row.installs),
+            *(_fmt(e.value, (e.ci_low, e.ci_high)) for e in row.ctr),
+        )
+        if row.delta:
+            gap_table.add_row(
+                row.arm,
+                *(_fmt(e.value, (e.ci_low, e.ci_high)) for e in row.delta[:3]),
+                *(_fmt(e.value, (e.ci_low, e.ci_high)) for e in row.beta[:3]),
+            )
+    console.print(ctr_table)
+    console.print(gap_table)
+    print_result(drops, "table", title="preprocessing: units kept and dropped")
+
+
+@app.command()
+def composition(
+    search_share: Annotated[float, typer.Option(help="Share of a site's traffic that comes from search")],
+    topk_share: Annotated[float, typer.Option(help="Share of that traffic from the top-k positions")],
+    beta: Annotated[float, typer.Option(help="Algorithmic distortion (from `report experiment`)")],
+) -> None:
+    """The paper's §6 composition: search share x top-k share x beta."""
+    from streams.stats.arrangement import composition as compose
+
+    try:
+        value = compose(search_share, topk_share, beta)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    typer.echo(f"{value:.4f}")

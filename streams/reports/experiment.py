@@ -1,0 +1,88 @@
+"""The arrangement-experiment report: Figure 3 (CTR, gap, distortion with CIs) and drops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from schemas.sql import quote
+from streams.stats.arrangement_table import ArmRow, InstallArmCounts, figure3
+
+SUBSETS = {
+    "all": "1",
+    "ads_or_box": "(ads_present = 1 OR box_present = 1)",
+    "no_ads_no_box": "(ads_present = 0 AND box_present = 0)",
+    "box": "box_present = 1",
+    "ssr_c1_c2": "ssr_c1_c2 = 1",
+}
+
+
+@dataclass(frozen=True)
+class ReportQuery:
+    experiment_id: str
+    engine: str = "google"
+    burn_in_days: int = 4
+    identified_only: bool = True
+    subset: str = "all"
+    since: date | None = None
+    until: date | None = None
+
+    def _where(self, preprocessing: bool = True) -> str:
+        if self.subset not in SUBSETS:
+            raise ValueError(f"unknown subset {self.subset!r}; choose from {sorted(SUBSETS)}")
+        parts = [
+            f"experiment_id = {quote(self.experiment_id)}",
+            f"engine = {quote(self.engine)}",
+            SUBSETS[self.subset],
+        ]
+        if self.since:
+            parts.append(f"day >= {quote(self.since.isoformat())}")
+        if self.until:
+            parts.append(f"day <= {quote(self.until.isoformat())}")
+        if preprocessing:
+            parts.append(f"install_age_days >= {int(self.burn_in_days)}")
+            if self.identified_only:
+                parts.append("identified = 1")
+        return " AND ".join(parts)
+
+    def per_install_sql(self) -> str:
+        """Units and clicks per (install, arm) after preprocessing."""
+        return (
+            "SELECT install_id, arm, sum(units) AS n_units, sumForEach(clicks) AS n_clicks "
+            f"FROM arrangement_install_day WHERE {self._where()} GROUP BY install_id, arm"
+        )
+
+    def drops_sql(self) -> str:
+        """Units per arm kept, dropped by burn-in, and dropped as unidentified."""
+        burn = int(self.burn_in_days)
+        unidentified = "identified = 0" if self.identified_only else "0"
+        return (
+            "SELECT arm, sum(units) AS all_units, "
+            f"sumIf(units, install_age_days < {burn}) AS burn_in_dropped, "
+            f"sumIf(units, install_age_days >= {burn} AND {unidentified}) AS unidentified_dropped "
+            f"FROM arrangement_install_day WHERE {self._where(preprocessing=False)} "
+            "GROUP BY arm ORDER BY arm"
+        )
+
+
+def table_from_rows(rows: list[dict[str, Any]], ranks: int, seed: int = 0) -> list[ArmRow]:
+    counts = [
+        InstallArmCounts(r["install_id"], r["arm"], float(r["n_units"]), [float(c) for c in r["n_clicks"]])
+        for r in rows
+    ]
+    return figure3(counts, ranks=ranks, seed=seed)
+
+
+def flatten(table: list[ArmRow]) -> list[dict[str, Any]]:
+    """One flat record per arm, for JSON and CSV output."""
+    out = []
+    for row in table:
+        record: dict[str, Any] = {"arm": row.arm, "units": row.units, "installs": row.installs}
+        for name, estimates in (("ctr", row.ctr), ("delta", row.delta), ("beta", row.beta)):
+            for i, e in enumerate(estimates, start=1):
+                for part, value in e.to_json().items():
+                    key = f"{name}_c{i}" if part == "value" else f"{name}_c{i}_{part}"
+                    record[key] = value
+        out.append(record)
+    return out

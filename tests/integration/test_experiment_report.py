@@ -1,0 +1,92 @@
+"""Planted click-model effects come back out of the whole pipeline inside their 95% CIs."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from auditstream.cli import app
+from collectors.simulate.clickmodel import click_distribution
+from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from collectors.simulate.poster import post_batches
+from tests.helpers import Service, wait_for
+
+pytestmark = pytest.mark.integration
+EXP = "planted"
+
+
+def expected_ctr(arm: str, config: TrafficConfig, rank: int) -> float:
+    """CTR of c_rank under the simulator's page mix (ads and box drawn independently)."""
+    total = 0.0
+    for ads, box in itertools.product((False, True), repeat=2):
+        p = (config.p_ads if ads else 1 - config.p_ads) * (config.p_box if box else 1 - config.p_box)
+        total += p * click_distribution(arm, ads, box)[f"c{rank}"]
+    return total
+
+
+def test_report_recovers_planted_effects(service: Service) -> None:
+    config = TrafficConfig(experiment_id=EXP, seed=2024, installs=400)
+    stats = asyncio.run(
+        post_batches(service.url, service.api_key, ExtensionTraffic(config).batches(200, 40_000))
+    )
+    assert stats.accepted == 40_000
+    wait_for(
+        lambda: (
+            service.scalar(
+                "SELECT sum(units) + sum(impressions) FROM arrangement_install_day "
+                f"WHERE experiment_id = '{EXP}'"
+            )
+            == 40_000
+        ),
+        60,
+        "the study in arrangement_install_day",
+    )
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "experiment",
+            EXP,
+            "--url",
+            service.url,
+            "--api-key",
+            service.api_key,
+            "--format",
+            "json",
+            "--ranks",
+            "3",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout)
+    arms = {a["arm"]: a for a in doc["arms"]}
+    control = expected_ctr("control", config, 1)
+    assert arms["control"]["ctr_c1_ci_low"] < control < arms["control"]["ctr_c1_ci_high"]
+    for arm, rank in (("swap_1_2", 1), ("swap_1_3", 1), ("swap_2_3", 2)):
+        want_delta = expected_ctr(arm, config, rank) - expected_ctr("control", config, rank)
+        want_beta = -want_delta / expected_ctr("control", config, rank)
+        row = arms[arm]
+        assert row[f"delta_c{rank}_ci_low"] < want_delta < row[f"delta_c{rank}_ci_high"], (arm, row)
+        assert row[f"beta_c{rank}_ci_low"] < want_beta < row[f"beta_c{rank}_ci_high"], (arm, row)
+
+    drops = {d["arm"]: d for d in doc["preprocessing"]}
+    recount = service.sql(
+        "SELECT arm, countIf(type = 'click') AS units, "
+        "countIf(type = 'click' AND dateDiff('day', install_day, toDate(received_at)) < 4) AS burn, "
+        "countIf(type = 'click' AND dateDiff('day', install_day, toDate(received_at)) >= 4 "
+        "AND NOT identified) AS unidentified "
+        f"FROM extension_events WHERE experiment_id = '{EXP}' AND engine = 'google' GROUP BY arm"
+    )
+    for row in recount:
+        got = drops[row["arm"]]
+        assert (got["all_units"], got["burn_in_dropped"], got["unidentified_dropped"]) == (
+            row["units"],
+            row["burn"],
+            row["unidentified"],
+        )
+        assert row["burn"] > 0
