@@ -13,7 +13,7 @@ from datetime import date
 from schemas.sql import quote
 from streams.transforms.clicks_by_rank import MAX_RANK, SLICE_S
 
-INSTALL_CHUNK = 1000  # installs per day-rollup statement, inside max_query_size
+INSTALL_CHUNK = 3000  # installs (ids up to 64 chars) per day-rollup statement, under max_query_size
 
 KEY_COLUMNS = (
     "engine, arm, install_age_days, identified, ads_present, box_present, ssr_c1_c2, n_candidates_bucket"
