@@ -1,7 +1,8 @@
 """API keys, stored hashed in a small JSON file that ingest re-reads when it changes.
 
-A key has scopes: ``ingest`` (post events; the key shipped inside an extension,
-so effectively public) and ``read`` (run SQL). Only SHA-256 hashes are stored;
+A key has scopes: ``ingest`` (post events and read experiment configs; the key
+shipped inside an extension, so effectively public), ``read`` (run SQL) and
+``admin`` (create and stop experiments). Only SHA-256 hashes are stored;
 the key itself is shown once, at creation.
 """
 
@@ -22,7 +23,7 @@ import orjson
 
 from auditstream.errors import AuditstreamError
 
-SCOPES = ("ingest", "read")
+SCOPES = ("ingest", "read", "admin")
 
 
 class KeyError_(AuditstreamError):

@@ -22,7 +22,7 @@ from streams.storage import StoreError, StoreUnavailable
 from streams.transforms.batch import format_received_at
 
 
-def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
         body=orjson.dumps(body), status=status, content_type="application/json", headers=headers
     )
@@ -107,7 +107,7 @@ async def post_events(request: web.Request) -> web.Response:
         for event_type, n in Counter(item["type"] for item in valid).items():
             metrics.accepted.labels(event_type).inc(n)
     answer = {"accepted": len(accepted), "rejected": [r.to_json() for r in rejected]}
-    return _json(answer, status=202 if accepted else 422)
+    return json_response(answer, status=202 if accepted else 422)
 
 
 def accepted_indices(n: int, rejected: list[Rejection]) -> list[int]:
@@ -149,18 +149,18 @@ async def post_sql(request: web.Request) -> web.Response:
             str(exc)[:500],
             {"Retry-After": str(request.app[CONFIG].retry_after_s)},
         ) from None
-    return _json(result.to_json())
+    return json_response(result.to_json())
 
 
 async def healthz(request: web.Request) -> web.Response:
-    return _json({"ok": True})
+    return json_response({"ok": True})
 
 
 async def readyz(request: web.Request) -> web.Response:
     producer = request.app[PRODUCER]
     if producer.ready:
-        return _json({"ready": True})
-    return _json({"ready": False, "reason": producer.last_error}, status=503)
+        return json_response({"ready": True})
+    return json_response({"ready": False, "reason": producer.last_error}, status=503)
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from auditstream.cli import data, keys, report, services, simulate, up
+from auditstream.cli import data, experiment, keys, report, services, simulate, up
 
 app = typer.Typer(
     name="auditstream",
@@ -19,6 +19,7 @@ app.command("worker")(services.worker)
 app.command("store")(services.store)
 app.command("sql")(data.sql)
 app.add_typer(report.app, name="report")
+app.add_typer(experiment.app, name="experiment")
 app.add_typer(keys.app, name="keys")
 app.add_typer(data.db_app, name="db")
 app.add_typer(data.schema_app, name="schema")

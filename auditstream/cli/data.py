@@ -28,7 +28,8 @@ ApiKeyOpt = Annotated[
 Format = Annotated[str, typer.Option("--format", help="table, json or csv")]
 
 
-def run_sql(url: str, api_key: str | None, sql: str) -> dict[str, Any]:
+def call_api(url: str, api_key: str | None, method: str, path: str, body: Any = None) -> Any:
+    """One JSON request to a running service; errors become a clear message and exit 1."""
     import urllib.error
     import urllib.request
 
@@ -36,22 +37,27 @@ def run_sql(url: str, api_key: str | None, sql: str) -> dict[str, Any]:
     if not key:
         raise fail("pass --api-key or set AUDITSTREAM_API_KEY", 2)
     request = urllib.request.Request(
-        url.rstrip("/") + "/v1/sql",
-        data=orjson.dumps({"sql": sql}),
+        url.rstrip("/") + path,
+        method=method,
+        data=None if body is None else orjson.dumps(body),
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
     try:
         with urllib.request.urlopen(request, timeout=120) as resp:
-            return dict(orjson.loads(resp.read()))
+            return orjson.loads(resp.read())
     except urllib.error.HTTPError as exc:
-        body = exc.read()
+        raw = exc.read()
         try:
-            message = orjson.loads(body).get("message", body.decode())
+            message = orjson.loads(raw).get("message", raw.decode())
         except orjson.JSONDecodeError:
-            message = body.decode(errors="replace")
+            message = raw.decode(errors="replace")
         raise fail(f"{exc.code}: {message}") from None
     except urllib.error.URLError as exc:
         raise fail(f"cannot reach {url}: {exc.reason} (is `auditstream up` running?)") from None
+
+
+def run_sql(url: str, api_key: str | None, sql: str) -> dict[str, Any]:
+    return dict(call_api(url, api_key, "POST", "/v1/sql", {"sql": sql}))
 
 
 def print_result(result: dict[str, Any], fmt: str, title: str | None = None) -> None:

@@ -25,7 +25,7 @@ def test_keys_are_hashed_revocable_and_reloaded(tmp_path: Path) -> None:
     assert reader.lookup(secret) is None
     assert reader.lookup("wrong") is None
     with pytest.raises(KeyError_):
-        keys.create("x", ("admin",))
+        keys.create("x", ("superuser",))
     with pytest.raises(KeyError_):
         keys.revoke("k_missing")
 

@@ -1,0 +1,91 @@
+"""``auditstream experiment``: the registry of arrangement experiments."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from datetime import UTC, datetime
+from typing import Annotated
+
+import orjson
+import typer
+
+from auditstream.cli.common import fail
+from auditstream.cli.data import ApiKeyOpt, Format, Url, call_api, print_result
+
+app = typer.Typer(help="Create, list, show and stop arrangement experiments.", no_args_is_help=True)
+
+
+def _arms(pairs: list[str]) -> dict[str, float]:
+    arms = {}
+    for pair in pairs:
+        name, _, weight = pair.partition("=")
+        try:
+            arms[name] = float(weight)
+        except ValueError:
+            raise fail(f"--arm takes name=weight, got {pair!r}", 2) from None
+    return arms
+
+
+@app.command()
+def create(
+    experiment_id: Annotated[str, typer.Argument(help="A short id, e.g. powermeter-2026")],
+    arm: Annotated[list[str], typer.Option(help="name=weight, repeat per arm; include control")],
+    engine: Annotated[list[str] | None, typer.Option(help="Repeat per engine (default google)")] = None,
+    salt: Annotated[str | None, typer.Option(help="Assignment salt (default: random)")] = None,
+    start: Annotated[str | None, typer.Option(help="YYYY-MM-DD (default today)")] = None,
+    end: Annotated[str | None, typer.Option(help="YYYY-MM-DD")] = None,
+    burn_in_days: Annotated[int, typer.Option(help="Days of each install to drop")] = 4,
+    unit_mode: Annotated[str, typer.Option(help="click (the paper's) or impression")] = "click",
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+) -> None:
+    """Register an experiment (needs a key with the admin scope)."""
+    body = {
+        "experiment_id": experiment_id,
+        "engines": engine or ["google"],
+        "arms": _arms(arm),
+        "salt": salt or secrets.token_urlsafe(16),
+        "start": start or datetime.now(UTC).date().isoformat(),
+        "end": end,
+        "burn_in_days": burn_in_days,
+        "unit_mode": unit_mode,
+    }
+    created = call_api(url, api_key, "POST", "/v1/experiments", body)
+    typer.echo(orjson.dumps(created, option=orjson.OPT_INDENT_2).decode())
+
+
+@app.command("list")
+def list_(url: Url = "http://127.0.0.1:8080", api_key: ApiKeyOpt = None, format: Format = "table") -> None:
+    """All experiments with their status."""
+    items = call_api(url, api_key, "GET", "/v1/experiments")
+    columns = ["experiment_id", "status", "start", "end", "engines", "arms", "unit_mode"]
+    rows = [
+        [str(e.get(c)) if isinstance(e.get(c), list | dict) else e.get(c) for c in columns] for e in items
+    ]
+    print_result({"columns": columns, "rows": rows}, format)
+
+
+@app.command()
+def show(
+    experiment_id: Annotated[str, typer.Argument()],
+    public: Annotated[bool, typer.Option("--public", help="Show what extensions receive")] = False,
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+) -> None:
+    """One experiment's full config (or, with --public, the config served to extensions)."""
+    path = f"/v1/experiments/{experiment_id}" + ("/config" if public else "")
+    sys.stdout.write(
+        orjson.dumps(call_api(url, api_key, "GET", path), option=orjson.OPT_INDENT_2).decode() + "\n"
+    )
+
+
+@app.command()
+def stop(
+    experiment_id: Annotated[str, typer.Argument()],
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+) -> None:
+    """Mark an experiment stopped (its data stays; SRM checks end)."""
+    stopped = call_api(url, api_key, "POST", f"/v1/experiments/{experiment_id}/stop")
+    typer.echo(f"stopped {stopped['experiment_id']} (end {stopped['end']})")

@@ -1,0 +1,87 @@
+"""The experiment registry endpoints: create, list, show, stop, and the public config."""
+
+from __future__ import annotations
+
+import orjson
+from aiohttp import web
+from pydantic import ValidationError
+
+from ingest.appkeys import STORE
+from ingest.errors import problem
+from ingest.handlers import authorize, json_response, read_json
+from schemas.experiments import ExperimentConfig, now_utc
+from schemas.sql import quote
+from streams.storage import Store, StoreUnavailable
+
+
+async def load(store: Store, experiment_id: str) -> ExperimentConfig | None:
+    result = await store.query(f"SELECT config FROM experiments WHERE experiment_id = {quote(experiment_id)}")
+    return ExperimentConfig.model_validate_json(result.rows[0][0]) if result.rows else None
+
+
+async def save(store: Store, config: ExperimentConfig) -> None:
+    row = {
+        "experiment_id": config.experiment_id,
+        "updated_at": now_utc().strftime("%Y-%m-%d %H:%M:%S.%f"),
+        "status": config.status,
+        "config": config.model_dump_json(),
+    }
+    await store.insert_json_rows("experiments_log", orjson.dumps(row))
+
+
+async def _existing(request: web.Request) -> ExperimentConfig:
+    try:
+        config = await load(request.app[STORE], request.match_info["experiment_id"])
+    except StoreUnavailable as exc:
+        raise problem(503, "store_unavailable", str(exc)[:300], {"Retry-After": "5"}) from None
+    if config is None:
+        raise problem(404, "not_found", "no such experiment")
+    return config
+
+
+async def create(request: web.Request) -> web.Response:
+    authorize(request, "admin")
+    doc = await read_json(request)
+    try:
+        config = ExperimentConfig.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors(include_input=False, include_url=False)[0]
+        field = ".".join(str(p) for p in first["loc"]) or None
+        raise problem(422, "invalid_experiment", f"{field}: {first['msg']}") from None
+    if await load(request.app[STORE], config.experiment_id) is not None:
+        raise problem(409, "exists", f"experiment {config.experiment_id} exists; stop it or pick a new id")
+    await save(request.app[STORE], config)
+    return json_response(config.model_dump(mode="json"), status=201)
+
+
+async def stop(request: web.Request) -> web.Response:
+    authorize(request, "admin")
+    config = await _existing(request)
+    stopped = config.model_copy(update={"status": "stopped", "end": config.end or now_utc().date()})
+    await save(request.app[STORE], stopped)
+    return json_response(stopped.model_dump(mode="json"))
+
+
+async def show(request: web.Request) -> web.Response:
+    authorize(request, "read")
+    return json_response((await _existing(request)).model_dump(mode="json"))
+
+
+async def listing(request: web.Request) -> web.Response:
+    authorize(request, "read")
+    result = await request.app[STORE].query("SELECT config FROM experiments ORDER BY experiment_id")
+    return json_response([orjson.loads(r[0]) for r in result.rows])
+
+
+async def public_config(request: web.Request) -> web.Response:
+    """What extensions fetch: arms with normalised weights and the salt."""
+    authorize(request, "ingest")
+    return json_response((await _existing(request)).public())
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/experiments", create)
+    app.router.add_get("/v1/experiments", listing)
+    app.router.add_get("/v1/experiments/{experiment_id}", show)
+    app.router.add_get("/v1/experiments/{experiment_id}/config", public_config)
+    app.router.add_post("/v1/experiments/{experiment_id}/stop", stop)

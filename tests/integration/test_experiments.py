@@ -1,0 +1,73 @@
+"""The experiment registry through HTTP and the CLI, stored in ClickHouse."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from auditstream.cli import app
+from ingest.api_keys import KeyFile
+from tests.helpers import Service, http
+
+pytestmark = pytest.mark.integration
+runner = CliRunner()
+
+
+def cli(service: Service, *args: str) -> str:
+    result = runner.invoke(app, [*args, "--url", service.url, "--api-key", service.api_key])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_create_list_show_stop(service: Service) -> None:
+    out = cli(
+        service,
+        "experiment",
+        "create",
+        "reg-1",
+        "--arm",
+        "control=2",
+        "--arm",
+        "swap_1_2=1",
+        "--arm",
+        "swap_1_3=1",
+        "--engine",
+        "google",
+        "--engine",
+        "bing",
+        "--salt",
+        "salt-0123456",
+    )
+    assert orjson.loads(out)["arms"] == {"control": 2.0, "swap_1_2": 1.0, "swap_1_3": 1.0}
+    assert "reg-1" in cli(service, "experiment", "list", "--format", "csv")
+    public = orjson.loads(cli(service, "experiment", "show", "reg-1", "--public"))
+    assert public["arms"] == [
+        {"arm": "control", "weight": 0.5},
+        {"arm": "swap_1_2", "weight": 0.25},
+        {"arm": "swap_1_3", "weight": 0.25},
+    ]
+    assert public["salt"] == "salt-0123456" and "burn_in_days" not in public
+    assert "stopped reg-1" in cli(service, "experiment", "stop", "reg-1")
+    assert orjson.loads(cli(service, "experiment", "show", "reg-1"))["status"] == "stopped"
+
+
+def test_registry_refuses_bad_configs_and_wrong_scopes(service: Service) -> None:
+    headers = {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
+    body = {
+        "experiment_id": "reg-2",
+        "engines": ["google"],
+        "arms": {"swap_1_2": 1, "swap_1_3": 1},
+        "salt": "salt-0123456",
+        "start": "2026-11-01",
+    }
+    resp = http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers)
+    assert resp.status == 422 and "control" in resp.body["message"]
+    body["arms"] = {"control": 1, "swap_1_2": 1}
+    assert http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers).status == 201
+    assert http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers).status == 409
+    _, ingest_only = KeyFile(service.data_dir / "keys.json").create("ext", ("ingest",))
+    ext = {"Authorization": f"Bearer {ingest_only}", "Content-Type": "application/json"}
+    assert http("GET", service.url + "/v1/experiments/reg-2/config", None, ext).status == 200
+    assert http("POST", service.url + "/v1/experiments/reg-2/stop", b"", ext).status == 403
+    assert http("GET", service.url + "/v1/experiments/nope/config", None, ext).status == 404
