@@ -23,3 +23,16 @@ def test_assignment_respects_weights() -> None:
 def test_bad_weights_are_refused() -> None:
     with pytest.raises(ValueError):
         assign_arm("a", "b", "c", [("x", 0.0)])
+
+
+def test_published_vectors_match_the_reference() -> None:
+    import json
+    from importlib import resources
+
+    doc = json.loads((resources.files("schemas") / "assignment_vectors.json").read_text("utf-8"))
+    arms = [tuple(a) for a in doc["arms"]]
+    assert len(doc["vectors"]) >= 40
+    for v in doc["vectors"]:
+        assert unit_interval(v["install_id"], v["query"], v["salt"]) == v["unit_interval"]
+        assert assign_arm(v["install_id"], v["query"], v["salt"], arms) == v["arm"]
+    assert {v["arm"] for v in doc["vectors"]} >= {"control", "swap_1_2"}
