@@ -14,15 +14,17 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import faust
+import orjson
 
 from auditstream.settings import Settings
-from schemas.topics import FAMILIES, Family
+from schemas.topics import ALERTS_SUFFIX, FAMILIES, Family
 from streams.sinks.clickhouse import ClickHouseSink
 from streams.storage import Store
 
 log = logging.getLogger(__name__)
 
 APP_ID = "auditstream-worker"
+SRM_EVERY_S = 5.0
 
 
 def bootstrap_url(bootstrap: str) -> str:
@@ -91,7 +93,15 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         producer_acks=-1,
         stream_buffer_maxsize=settings.batch_size * 2,
     )
-    sink = ClickHouseSink(store, settings.dedup_horizon_days)
+    alerts_topic = app.topic(
+        f"{settings.topic_prefix}.{ALERTS_SUFFIX}", value_serializer="raw", key_serializer="raw"
+    )
+
+    async def publish_alert(alert: dict[str, Any]) -> None:
+        await alerts_topic.send(key=alert["subject"].encode(), value=orjson.dumps(alert))
+
+    sink = ClickHouseSink(store, settings.dedup_horizon_days, publish_alert=publish_alert)
+    app.timer(SRM_EVERY_S, name="srm_check")(sink.check_srm)
     for family in FAMILIES:
         topic = app.topic(
             family.topic(settings.topic_prefix),

@@ -136,6 +136,7 @@ class Supervisor:
             self.broker = TansuBroker(free_port(), log_path=self.log_dir / "broker.log")
             await self.broker.start_and_wait(all_topics(s.topic_prefix), s.partitions)
             (s.run_dir / "broker.pid").write_text(str(self.broker.process.pid))  # type: ignore[union-attr]
+            (s.run_dir / "broker.addr").write_text(self.broker.bootstrap + "\n")
             bootstrap = self.broker.bootstrap
         else:
             await create_topics(bootstrap, all_topics(s.topic_prefix), s.partitions)

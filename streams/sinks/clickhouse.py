@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 from prometheus_client import Counter, Histogram
 
 from schemas.sql import quote
 from schemas.topics import EXTENSION, Family
+from streams.detectors.srm import srm_alert
 from streams.storage import Store, StoreError, StoreUnavailable
 from streams.transforms import arrangement_stats, clicks_by_rank
 from streams.transforms.batch import DecodedBatch, decode_batch, install_days, slice_keys
@@ -37,6 +40,7 @@ SINK_BATCH = Histogram(
 SINK_ERRORS = Counter("auditstream_sink_errors_total", "Failed store attempts (retried)", ["table", "kind"])
 
 ID_CHUNK = 5000  # event ids per lookup (~200 KB of SQL), inside max_query_size
+ALERTS = Counter("auditstream_alerts_raised_total", "Alerts raised by stream detectors", ["kind"])
 REQUIRED = {EXTENSION.name: ("experiment_id", "engine", "install_id")}
 
 
@@ -50,10 +54,18 @@ class WriteResult:
 class ClickHouseSink:
     """Writes batches of one event family; retries until ClickHouse takes them."""
 
-    def __init__(self, store: Store, dedup_horizon_days: int = 7, max_backoff_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        dedup_horizon_days: int = 7,
+        max_backoff_s: float = 10.0,
+        publish_alert: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> None:
         self.store = store
         self.horizon_days = dedup_horizon_days
         self.max_backoff_s = max_backoff_s
+        self.publish_alert = publish_alert
+        self.srm_pending: set[str] = set()
 
     async def write(self, family: Family, values: Sequence[bytes]) -> WriteResult:
         """Store a batch; block (with backoff) while ClickHouse is unavailable."""
@@ -116,12 +128,60 @@ class ClickHouseSink:
             await self.store.execute(arrangement_stats.slices_sql(keys))
             for statement in arrangement_stats.days_sql(install_days(batch.events)):
                 await self.store.execute(statement)
+            self.srm_pending.update(e["experiment_id"] for e in batch.events)
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
         SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)
         SINK_ROWS.labels(family.raw_table, "duplicate").inc(len(existing))
         SINK_ROWS.labels(family.raw_table, "dead_letter").inc(n_dead)
         return WriteResult(inserted=inserted, duplicates=len(existing), dead=n_dead)
+
+    async def check_srm(self) -> None:
+        """Re-test the allocation of every experiment touched since the last check.
+
+        Runs on a timer (streams.app), not per batch, so a burst of batches costs one
+        check and the last batch of a burst is always checked.
+        """
+        due, self.srm_pending = sorted(self.srm_pending), set()
+        if not due:
+            return
+        try:
+            await self._check_srm(due)
+        except (StoreError, StoreUnavailable):
+            self.srm_pending.update(due)  # try again on the next tick
+            log.warning("SRM check failed; retrying on the next tick", exc_info=True)
+
+    async def _check_srm(self, due: list[str]) -> None:
+        listed = ", ".join(quote(e) for e in due)
+        configs = await self.store.query(
+            f"SELECT experiment_id, arms, burn_in_days FROM experiments "
+            f"WHERE experiment_id IN ({listed}) AND status = 'running'"
+        )
+        for experiment_id, arms, burn_in in configs.rows:
+            units = await self.store.query(
+                "SELECT engine, arm, sum(units) FROM arrangement_install_day "
+                f"WHERE experiment_id = {quote(experiment_id)} AND identified = 1 "
+                f"AND install_age_days >= {int(burn_in)} GROUP BY engine, arm"
+            )
+            by_engine: dict[str, dict[str, int]] = {}
+            for engine, arm, n in units.rows:
+                by_engine.setdefault(engine, {})[arm] = int(n)
+            for engine, counts in by_engine.items():
+                alert = srm_alert(experiment_id, engine, counts, arms, datetime.now(UTC))
+                if alert is not None:
+                    await self._raise_once(alert)
+
+    async def _raise_once(self, alert: dict[str, Any]) -> None:
+        known = await self.store.query(
+            f"SELECT count() FROM alerts WHERE alert_id = {quote(alert['alert_id'])}"
+        )
+        if known.rows and int(known.rows[0][0]) > 0:
+            return
+        log.warning("alert: %s", alert["summary"])
+        await self.store.insert_json_rows("alerts", orjson.dumps(alert))
+        ALERTS.labels(alert["kind"]).inc()
+        if self.publish_alert is not None:
+            await self.publish_alert(alert)
 
     async def _insert_one_by_one(self, family: Family, lines: list[bytes]) -> list[tuple[bytes, str]]:
         """Isolate the rows ClickHouse refuses so the rest of the batch still lands."""
