@@ -52,3 +52,16 @@ def test_migrations_are_versioned_in_order() -> None:
     assert all(m.statements for m in migrations)
     ddl = " ".join(s for m in migrations for s in m.statements)
     assert "IF NOT EXISTS" in ddl
+
+
+def test_view_bootstrap_weights_match_the_python_reference() -> None:
+    from importlib import resources
+
+    from streams.stats.bootstrap import MAX_WEIGHT, POISSON1_CDF
+
+    text = (
+        resources.files("schemas") / "clickhouse" / "migrations" / "0005_experiment_views.sql"
+    ).read_text()
+    for k, cdf in enumerate(POISSON1_CDF):
+        assert text.count(f"u01 < {cdf!r}, {k}") == 2  # once per view
+    assert f", {MAX_WEIGHT})" in text and "range(200)" in text

@@ -1,0 +1,109 @@
+-- Analyst views for arrangement experiments: the paper's Figure 3 for any time range,
+-- with 95% clustered-bootstrap intervals (200 replicates, deterministic Poisson(1) weight
+-- per install: the same weights as streams/stats/bootstrap.py and `report experiment`).
+-- They are parameterized views; pass every parameter:
+--   SELECT * FROM experiment_ctr(experiment = 'demo', engine = 'google',
+--       since = '2026-01-01', until = '2026-12-31', burn_in_days = 4, seed = 0);
+-- Preprocessing: drops each install's first burn_in_days and identified = false events.
+-- The weight thresholds below are P(W <= k) for W ~ Poisson(1) (checked by a test).
+
+CREATE VIEW IF NOT EXISTS experiment_ctr AS
+WITH per_install AS
+(
+    SELECT install_id, arm, sum(units) AS u, sumForEach(clicks) AS c
+    FROM arrangement_install_day
+    WHERE experiment_id = {experiment:String} AND engine = {engine:String}
+      AND day >= {since:Date} AND day <= {until:Date}
+      AND install_age_days >= {burn_in_days:UInt16} AND identified = 1
+    GROUP BY install_id, arm
+),
+weighted AS
+(
+    SELECT arm, b, u, c,
+           xxHash64(concat(toString({seed:UInt32}), ':', install_id, ':', toString(b)))
+               / 18446744073709551616.0 AS u01,
+           multiIf(u01 < 0.36787944117144233, 0, u01 < 0.7357588823428847, 1, u01 < 0.9196986029286058, 2, u01 < 0.9810118431238463, 3, u01 < 0.9963401531726563, 4, u01 < 0.9994058151824183, 5, u01 < 0.999916758850712, 6, u01 < 0.9999897508033253, 7, u01 < 0.999998874797402, 8, 9) AS w
+    FROM per_install
+    ARRAY JOIN range(200) AS b
+),
+replicates AS
+(
+    SELECT arm, b, sum(w * u) AS wu, sumForEach(arrayMap(x -> x * w, c)) AS wc
+    FROM weighted
+    GROUP BY arm, b
+),
+points AS
+(
+    SELECT arm, sum(u) AS units, uniqExact(install_id) AS installs, sumForEach(c) AS clicks
+    FROM per_install
+    GROUP BY arm
+)
+SELECT p.arm AS arm, r AS position, p.units AS units, p.installs AS installs,
+       p.clicks[r] / p.units AS ctr, q.ci_low AS ci_low, q.ci_high AS ci_high
+FROM points AS p
+ARRAY JOIN range(1, 11) AS r
+LEFT JOIN
+(
+    SELECT arm, r, quantileExactInclusive(0.025)(wc[r] / wu) AS ci_low,
+           quantileExactInclusive(0.975)(wc[r] / wu) AS ci_high
+    FROM replicates ARRAY JOIN range(1, 11) AS r
+    WHERE wu > 0
+    GROUP BY arm, r
+) AS q ON q.arm = p.arm AND q.r = r
+ORDER BY arm = 'control' DESC, arm, position;
+
+CREATE VIEW IF NOT EXISTS experiment_gap AS
+WITH per_install AS
+(
+    SELECT install_id, arm, sum(units) AS u, sumForEach(clicks) AS c
+    FROM arrangement_install_day
+    WHERE experiment_id = {experiment:String} AND engine = {engine:String}
+      AND day >= {since:Date} AND day <= {until:Date}
+      AND install_age_days >= {burn_in_days:UInt16} AND identified = 1
+    GROUP BY install_id, arm
+),
+weighted AS
+(
+    SELECT arm, b, u, c,
+           xxHash64(concat(toString({seed:UInt32}), ':', install_id, ':', toString(b)))
+               / 18446744073709551616.0 AS u01,
+           multiIf(u01 < 0.36787944117144233, 0, u01 < 0.7357588823428847, 1, u01 < 0.9196986029286058, 2, u01 < 0.9810118431238463, 3, u01 < 0.9963401531726563, 4, u01 < 0.9994058151824183, 5, u01 < 0.999916758850712, 6, u01 < 0.9999897508033253, 7, u01 < 0.999998874797402, 8, 9) AS w
+    FROM per_install
+    ARRAY JOIN range(200) AS b
+),
+replicates AS
+(
+    SELECT arm, b, sum(w * u) AS wu, sumForEach(arrayMap(x -> x * w, c)) AS wc
+    FROM weighted
+    GROUP BY arm, b
+),
+points AS
+(
+    SELECT arm, sum(u) AS units, uniqExact(install_id) AS installs, sumForEach(c) AS clicks
+    FROM per_install
+    GROUP BY arm
+),
+control_points AS (SELECT clicks AS cc, units AS cu FROM points WHERE arm = 'control'),
+control_replicates AS (SELECT b, wc AS cwc, wu AS cwu FROM replicates WHERE arm = 'control')
+SELECT arm, position,
+       any(point_delta) AS delta, quantileExactInclusive(0.025)(rep_delta) AS delta_ci_low,
+       quantileExactInclusive(0.975)(rep_delta) AS delta_ci_high,
+       any(point_beta) AS beta, quantileExactInclusive(0.025)(rep_beta) AS beta_ci_low,
+       quantileExactInclusive(0.975)(rep_beta) AS beta_ci_high
+FROM
+(
+    SELECT rp.arm AS arm, r AS position,
+           pt.clicks[r] / pt.units - (SELECT cc FROM control_points)[r] / (SELECT cu FROM control_points)
+               AS point_delta,
+           -point_delta / ((SELECT cc FROM control_points)[r] / (SELECT cu FROM control_points))
+               AS point_beta,
+           rp.wc[r] / rp.wu - cr.cwc[r] / cr.cwu AS rep_delta,
+           -rep_delta / (cr.cwc[r] / cr.cwu) AS rep_beta
+    FROM replicates AS rp
+    INNER JOIN control_replicates AS cr ON cr.b = rp.b
+    INNER JOIN points AS pt ON pt.arm = rp.arm
+    ARRAY JOIN range(1, 11) AS r
+    WHERE rp.arm != 'control' AND rp.wu > 0 AND cr.cwu > 0
+)
+GROUP BY arm, position
+ORDER BY arm, position;

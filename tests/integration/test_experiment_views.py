@@ -1,0 +1,77 @@
+"""The analyst views give the same Figure-3 numbers, CIs included, as `report experiment`."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from auditstream.cli import app
+from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from collectors.simulate.poster import post_batches
+from tests.helpers import Service, wait_for
+
+pytestmark = pytest.mark.integration
+EXP = "views"
+
+
+def test_views_equal_the_report(service: Service) -> None:
+    config = TrafficConfig(experiment_id=EXP, seed=77, installs=200)
+    stats = asyncio.run(
+        post_batches(service.url, service.api_key, ExtensionTraffic(config).batches(200, 10_000))
+    )
+    assert stats.accepted == 10_000
+    wait_for(
+        lambda: (
+            service.scalar(
+                "SELECT sum(units) + sum(impressions) FROM arrangement_install_day "
+                f"WHERE experiment_id = '{EXP}'"
+            )
+            == 10_000
+        ),
+        60,
+        "the study in arrangement_install_day",
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "experiment",
+            EXP,
+            "--url",
+            service.url,
+            "--api-key",
+            service.api_key,
+            "--format",
+            "json",
+            "--ranks",
+            "3",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = {a["arm"]: a for a in orjson.loads(result.stdout)["arms"]}
+
+    today = datetime.now(UTC).date().isoformat()
+    params = (
+        f"experiment = '{EXP}', engine = 'google', since = '2000-01-01', until = '{today}', "
+        "burn_in_days = 4, seed = 0"
+    )
+    for row in service.sql(f"SELECT * FROM experiment_ctr({params}) WHERE position <= 3"):
+        mine = report[row["arm"]]
+        i = row["position"]
+        assert row["units"] == mine["units"]
+        assert row["ctr"] == pytest.approx(mine[f"ctr_c{i}"], abs=1e-6)
+        assert row["ci_low"] == pytest.approx(mine[f"ctr_c{i}_ci_low"], abs=1e-6)
+        assert row["ci_high"] == pytest.approx(mine[f"ctr_c{i}_ci_high"], abs=1e-6)
+    gaps = service.sql(f"SELECT * FROM experiment_gap({params}) WHERE position <= 3")
+    assert {g["arm"] for g in gaps} == set(report) - {"control"}
+    for row in gaps:
+        mine = report[row["arm"]]
+        i = row["position"]
+        assert row["delta"] == pytest.approx(mine[f"delta_c{i}"], abs=1e-6)
+        assert row["delta_ci_low"] == pytest.approx(mine[f"delta_c{i}_ci_low"], abs=1e-6)
+        assert row["delta_ci_high"] == pytest.approx(mine[f"delta_c{i}_ci_high"], abs=1e-6)
+        assert row["beta"] == pytest.approx(mine[f"beta_c{i}"], abs=1e-6)
