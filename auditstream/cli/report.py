@@ -75,12 +75,22 @@ def experiment(
     until: Annotated[str | None, typer.Option(help="Last day, YYYY-MM-DD")] = None,
     ranks: Annotated[int, typer.Option(help="Positions c1..cN to show")] = 6,
     seed: Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")] = 0,
+    baseline: Annotated[
+        str,
+        typer.Option(help="Arm the gaps are taken against (Figure 5: --subset box --baseline hide_ads_box)"),
+    ] = "control",
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKeyOpt = None,
     format: Format = "table",
 ) -> None:
     """CTR per position and arm, gap and distortion against control, 95% clustered-bootstrap CIs."""
-    from streams.reports.experiment import ReportQuery, flatten, table_from_rows
+    from streams.reports.experiment import (
+        ReportQuery,
+        element_share_rows,
+        flatten,
+        pp_lower_bound,
+        table_from_rows,
+    )
 
     try:
         query = ReportQuery(
@@ -99,13 +109,25 @@ def experiment(
     rows = [dict(zip(result["columns"], r, strict=True)) for r in result["rows"]]
     if not rows:
         raise fail(f"no units for {experiment_id} on {engine} after preprocessing", 1)
-    table = table_from_rows(rows, ranks, seed)
+    table = table_from_rows(rows, ranks, seed, baseline)
     drops = run_sql(url, api_key, drops_sql)
+    shares_result = run_sql(url, api_key, query.element_shares_sql())
+    shares = element_share_rows(
+        [dict(zip(shares_result["columns"], r, strict=True)) for r in shares_result["rows"]]
+    )
+    pp = pp_lower_bound(table)
     if format in ("json", "csv"):
         records = flatten(table)
         if format == "json":
             drop_rows = [dict(zip(drops["columns"], r, strict=True)) for r in drops["rows"]]
-            sys.stdout.write(orjson.dumps({"arms": records, "preprocessing": drop_rows}).decode() + "\n")
+            doc = {
+                "baseline": baseline,
+                "arms": records,
+                "element_shares": shares,
+                "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
+                "preprocessing": drop_rows,
+            }
+            sys.stdout.write(orjson.dumps(doc).decode() + "\n")
         else:
             columns = list(records[0].keys()) if records else []
             print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
@@ -139,6 +161,14 @@ def experiment(
             )
     console.print(ctr_table)
     console.print(gap_table)
+    if not math.isnan(pp):
+        console.print(f"performative power, lower bound (max |delta c1|): {pp:.3f}")
+    columns = ["arm", "organic", "ad", "shopping_box", "ssr", "other"]
+    print_result(
+        {"columns": columns, "rows": [[s[c] for c in columns] for s in shares]},
+        "table",
+        title="share of clicks by element type",
+    )
     print_result(drops, "table", title="preprocessing: units kept and dropped")
 
 

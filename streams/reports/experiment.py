@@ -7,6 +7,7 @@ from datetime import date
 from typing import Any
 
 from schemas.sql import quote
+from streams.stats.arrangement import element_shares, performative_power_lower_bound
 from streams.stats.arrangement_table import ArmRow, InstallArmCounts, figure3
 
 SUBSETS = {
@@ -53,6 +54,14 @@ class ReportQuery:
             f"FROM arrangement_install_day WHERE {self._where()} GROUP BY install_id, arm"
         )
 
+    def element_shares_sql(self) -> str:
+        """Clicks per element type and arm after preprocessing (the hide arms' analysis)."""
+        return (
+            "SELECT arm, sum(arraySum(clicks)) AS organic, sum(clicks_ad) AS ad, "
+            "sum(clicks_box) AS shopping_box, sum(clicks_ssr) AS ssr, sum(clicks_other) AS other "
+            f"FROM arrangement_install_day WHERE {self._where()} GROUP BY arm ORDER BY arm"
+        )
+
     def drops_sql(self) -> str:
         """Units per arm kept, dropped by burn-in, and dropped as unidentified."""
         burn = int(self.burn_in_days)
@@ -66,12 +75,14 @@ class ReportQuery:
         )
 
 
-def table_from_rows(rows: list[dict[str, Any]], ranks: int, seed: int = 0) -> list[ArmRow]:
+def table_from_rows(
+    rows: list[dict[str, Any]], ranks: int, seed: int = 0, baseline: str = "control"
+) -> list[ArmRow]:
     counts = [
         InstallArmCounts(r["install_id"], r["arm"], float(r["n_units"]), [float(c) for c in r["n_clicks"]])
         for r in rows
     ]
-    return figure3(counts, ranks=ranks, seed=seed)
+    return figure3(counts, ranks=ranks, seed=seed, baseline=baseline)
 
 
 def flatten(table: list[ArmRow]) -> list[dict[str, Any]]:
@@ -86,3 +97,18 @@ def flatten(table: list[ArmRow]) -> list[dict[str, Any]]:
                     record[key] = value
         out.append(record)
     return out
+
+
+def element_share_rows(result_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Shares of clicks per element type for each arm."""
+    out = []
+    for row in result_rows:
+        counts = {k: float(v) for k, v in row.items() if k != "arm"}
+        shares = element_shares(counts)
+        out.append({"arm": row["arm"], **{k: round(v, 4) for k, v in shares.items()}})
+    return out
+
+
+def pp_lower_bound(table: list[ArmRow]) -> float:
+    """max over arms of |delta_1| (point estimates)."""
+    return performative_power_lower_bound({r.arm: r.delta[0].value for r in table if r.delta})

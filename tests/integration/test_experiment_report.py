@@ -19,13 +19,17 @@ pytestmark = pytest.mark.integration
 EXP = "planted"
 
 
-def expected_ctr(arm: str, config: TrafficConfig, rank: int) -> float:
-    """CTR of c_rank under the simulator's page mix (ads and box drawn independently)."""
+def expected_share(arm: str, config: TrafficConfig, outcome: str) -> float:
+    """Probability of a click outcome under the simulator's page mix (ads, box independent)."""
     total = 0.0
     for ads, box in itertools.product((False, True), repeat=2):
         p = (config.p_ads if ads else 1 - config.p_ads) * (config.p_box if box else 1 - config.p_box)
-        total += p * click_distribution(arm, ads, box)[f"c{rank}"]
+        total += p * click_distribution(arm, ads, box)[outcome]
     return total
+
+
+def expected_ctr(arm: str, config: TrafficConfig, rank: int) -> float:
+    return expected_share(arm, config, f"c{rank}")
 
 
 def test_report_recovers_planted_effects(service: Service) -> None:
@@ -73,6 +77,36 @@ def test_report_recovers_planted_effects(service: Service) -> None:
         row = arms[arm]
         assert row[f"delta_c{rank}_ci_low"] < want_delta < row[f"delta_c{rank}_ci_high"], (arm, row)
         assert row[f"beta_c{rank}_ci_low"] < want_beta < row[f"beta_c{rank}_ci_high"], (arm, row)
+
+    deltas = [abs(a["delta_c1"]) for a in doc["arms"] if a["arm"] != "control"]
+    assert doc["performative_power_lower_bound"] == pytest.approx(max(deltas))
+    shares = {s["arm"]: s for s in doc["element_shares"]}
+    for outcome in ("ad", "shopping_box", "other"):
+        assert shares["control"][outcome] == pytest.approx(
+            expected_share("control", config, outcome), abs=0.02
+        )
+    assert shares["hide_ads_box"]["ad"] == 0 and shares["hide_ads_box"]["shopping_box"] == 0
+
+    figure5 = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "experiment",
+            EXP,
+            "--url",
+            service.url,
+            "--api-key",
+            service.api_key,
+            "--format",
+            "json",
+            "--subset",
+            "box",
+            "--baseline",
+            "hide_ads_box",
+        ],
+    )
+    assert figure5.exit_code == 0, figure5.output
+    assert orjson.loads(figure5.stdout)["baseline"] == "hide_ads_box"
 
     drops = {d["arm"]: d for d in doc["preprocessing"]}
     recount = service.sql(
