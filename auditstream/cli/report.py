@@ -66,7 +66,9 @@ def _fmt(value: float | None, ci: tuple[float | None, float | None] | None = Non
 def experiment(
     experiment_id: Annotated[str, typer.Argument(help="The experiment id")],
     engine: Annotated[str, typer.Option(help="Search engine")] = "google",
-    subset: Annotated[str, typer.Option(help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2")] = "all",
+    subset: Annotated[
+        str, typer.Option(help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, n_candidates_q1..q5")
+    ] = "all",
     burn_in_days: Annotated[int, typer.Option(help="Drop each install's first N days")] = 4,
     include_unidentified: Annotated[
         bool, typer.Option("--include-unidentified", help="Keep identified=false events")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -10,6 +11,7 @@ from schemas.sql import quote
 from streams.stats.arrangement import element_shares, performative_power_lower_bound
 from streams.stats.arrangement_table import ArmRow, InstallArmCounts, figure3
 
+QUINTILE = re.compile(r"n_candidates_q([1-5])")
 SUBSETS = {
     "all": "1",
     "ads_or_box": "(ads_present = 1 OR box_present = 1)",
@@ -29,14 +31,13 @@ class ReportQuery:
     since: date | None = None
     until: date | None = None
 
-    def _where(self, preprocessing: bool = True) -> str:
-        if self.subset not in SUBSETS:
-            raise ValueError(f"unknown subset {self.subset!r}; choose from {sorted(SUBSETS)}")
+    def _where(self, preprocessing: bool = True, subset: bool = True) -> str:
         parts = [
             f"experiment_id = {quote(self.experiment_id)}",
             f"engine = {quote(self.engine)}",
-            SUBSETS[self.subset],
         ]
+        if subset:
+            parts.append(self._subset_condition(preprocessing))
         if self.since:
             parts.append(f"day >= {quote(self.since.isoformat())}")
         if self.until:
@@ -46,6 +47,25 @@ class ReportQuery:
             if self.identified_only:
                 parts.append("identified = 1")
         return " AND ".join(parts)
+
+    def _subset_condition(self, preprocessing: bool) -> str:
+        if self.subset in SUBSETS:
+            return SUBSETS[self.subset]
+        quintile = QUINTILE.fullmatch(self.subset)
+        if not quintile:
+            choices = sorted(SUBSETS) + [f"n_candidates_q{k}" for k in range(1, 6)]
+            raise ValueError(f"unknown subset {self.subset!r}; choose from {choices}")
+        k = int(quintile.group(1))
+        # Boundaries from the units-weighted distribution of the bucketed "About N
+        # results" figure in the same selection, so quintiles are at 0.1-decade resolution.
+        bounds = (
+            "(SELECT quantilesExactWeighted(0.2, 0.4, 0.6, 0.8)(n_candidates_bucket, units) "
+            f"FROM arrangement_install_day WHERE {self._where(preprocessing, subset=False)} "
+            "AND n_candidates_bucket >= 0)"
+        )
+        lower = f"n_candidates_bucket > {bounds}[{k - 1}]" if k > 1 else "n_candidates_bucket >= 0"
+        upper = f"n_candidates_bucket <= {bounds}[{k}]" if k < 5 else "1"
+        return f"({lower} AND {upper})"
 
     def per_install_sql(self) -> str:
         """Units and clicks per (install, arm) after preprocessing."""

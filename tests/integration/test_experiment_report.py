@@ -124,3 +124,46 @@ def test_report_recovers_planted_effects(service: Service) -> None:
             row["unidentified"],
         )
         assert row["burn"] > 0
+
+
+def test_n_candidates_quintiles_partition_the_units(service: Service) -> None:
+    config = TrafficConfig(experiment_id="quintiles", seed=99, installs=200)
+    stats = asyncio.run(
+        post_batches(service.url, service.api_key, ExtensionTraffic(config).batches(200, 8_000))
+    )
+    assert stats.accepted == 8_000
+    wait_for(
+        lambda: (
+            service.scalar(
+                "SELECT sum(units) + sum(impressions) FROM arrangement_install_day "
+                "WHERE experiment_id = 'quintiles'"
+            )
+            == 8_000
+        ),
+        60,
+        "the study in arrangement_install_day",
+    )
+
+    def units(subset: str) -> int:
+        result = CliRunner().invoke(
+            app,
+            [
+                "report",
+                "experiment",
+                "quintiles",
+                "--url",
+                service.url,
+                "--api-key",
+                service.api_key,
+                "--format",
+                "json",
+                "--subset",
+                subset,
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        return sum(a["units"] for a in orjson.loads(result.stdout)["arms"])
+
+    parts = [units(f"n_candidates_q{k}") for k in range(1, 6)]
+    assert sum(parts) == units("all")  # every unit in exactly one quintile
+    assert all(0.1 < p / sum(parts) < 0.3 for p in parts), parts
