@@ -76,6 +76,9 @@ def experiment(
     since: Annotated[str | None, typer.Option(help="First day, YYYY-MM-DD")] = None,
     until: Annotated[str | None, typer.Option(help="Last day, YYYY-MM-DD")] = None,
     ranks: Annotated[int, typer.Option(help="Positions c1..cN to show")] = 6,
+    unit_mode: Annotated[
+        str, typer.Option(help="click (the paper's units) or impression (serp_view)")
+    ] = "click",
     seed: Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")] = 0,
     baseline: Annotated[
         str,
@@ -103,6 +106,7 @@ def experiment(
             subset,
             date.fromisoformat(since) if since else None,
             date.fromisoformat(until) if until else None,
+            unit_mode,
         )
         per_install_sql, drops_sql = query.per_install_sql(), query.drops_sql()
     except ValueError as exc:

@@ -11,6 +11,9 @@ from schemas.sql import quote
 from streams.stats.arrangement import element_shares, performative_power_lower_bound
 from streams.stats.arrangement_table import ArmRow, InstallArmCounts, figure3
 
+UNIT_COLUMNS = {"click": "units", "impression": "impressions"}
+"""Click mode (the paper's): a unit is a query that led to a click. Impression mode:
+a unit is a shown result page (``serp_view``), for senders that report them."""
 QUINTILE = re.compile(r"n_candidates_q([1-5])")
 SUBSETS = {
     "all": "1",
@@ -30,6 +33,7 @@ class ReportQuery:
     subset: str = "all"
     since: date | None = None
     until: date | None = None
+    unit_mode: str = "click"
 
     def _where(self, preprocessing: bool = True, subset: bool = True) -> str:
         parts = [
@@ -69,8 +73,11 @@ class ReportQuery:
 
     def per_install_sql(self) -> str:
         """Units and clicks per (install, arm) after preprocessing."""
+        if self.unit_mode not in UNIT_COLUMNS:
+            raise ValueError(f"unit mode must be one of {sorted(UNIT_COLUMNS)}")
+        unit = UNIT_COLUMNS[self.unit_mode]
         return (
-            "SELECT install_id, arm, sum(units) AS n_units, sumForEach(clicks) AS n_clicks "
+            f"SELECT install_id, arm, sum({unit}) AS n_units, sumForEach(clicks) AS n_clicks "
             f"FROM arrangement_install_day WHERE {self._where()} GROUP BY install_id, arm"
         )
 

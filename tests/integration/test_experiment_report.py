@@ -108,6 +108,27 @@ def test_report_recovers_planted_effects(service: Service) -> None:
     assert figure5.exit_code == 0, figure5.output
     assert orjson.loads(figure5.stdout)["baseline"] == "hide_ads_box"
 
+    impressions = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "experiment",
+            EXP,
+            "--url",
+            service.url,
+            "--api-key",
+            service.api_key,
+            "--format",
+            "json",
+            "--unit-mode",
+            "impression",
+        ],
+    )
+    assert impressions.exit_code == 0, impressions.output
+    per_view = {a["arm"]: a for a in orjson.loads(impressions.stdout)["arms"]}
+    # Each page view leads to a click with p_click, so per-impression CTR = p_click x per-click CTR.
+    assert per_view["control"]["ctr_c1"] == pytest.approx(config.p_click * control, abs=0.03)
+
     drops = {d["arm"]: d for d in doc["preprocessing"]}
     recount = service.sql(
         "SELECT arm, countIf(type = 'click') AS units, "
