@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import orjson
@@ -124,10 +124,11 @@ class ClickHouseSink:
             await self._dead_letter(family, dead)
         if family is EXTENSION and batch.events:
             keys = slice_keys(batch.events, clicks_by_rank.SLICE_S)
-            await self.store.execute(clicks_by_rank.recompute_sql(keys))
-            await self.store.execute(arrangement_stats.slices_sql(keys))
-            for statement in arrangement_stats.days_sql(install_days(batch.events)):
-                await self.store.execute(statement)
+            # Independent recomputes run side by side; chDB and ClickHouse run both at once.
+            await asyncio.gather(
+                self.store.execute(clicks_by_rank.recompute_sql(keys)),
+                self._install_stats(keys, install_days(batch.events)),
+            )
             self.srm_pending.update(e["experiment_id"] for e in batch.events)
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
@@ -135,6 +136,11 @@ class ClickHouseSink:
         SINK_ROWS.labels(family.raw_table, "duplicate").inc(len(existing))
         SINK_ROWS.labels(family.raw_table, "dead_letter").inc(n_dead)
         return WriteResult(inserted=inserted, duplicates=len(existing), dead=n_dead)
+
+    async def _install_stats(self, keys: set[tuple[str, str, int]], days: set[tuple[str, str, date]]) -> None:
+        await self.store.execute(arrangement_stats.slices_sql(keys))
+        for statement in arrangement_stats.days_sql(days):
+            await self.store.execute(statement)
 
     async def check_srm(self) -> None:
         """Re-test the allocation of every experiment touched since the last check.
