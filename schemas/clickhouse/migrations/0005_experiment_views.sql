@@ -2,8 +2,13 @@
 -- with 95% clustered-bootstrap intervals (200 replicates, deterministic Poisson(1) weight
 -- per install: the same weights as streams/stats/bootstrap.py and `report experiment`).
 -- They are parameterized views; pass every parameter:
---   SELECT * FROM experiment_ctr(experiment = 'demo', engine = 'google',
+--   SELECT * FROM experiment_ctr(experiment = 'demo', engine = 'google', subset = 'all',
 --       since = '2026-01-01', until = '2026-12-31', burn_in_days = 4, seed = 0);
+--   SELECT * FROM experiment_gap(experiment = 'demo', engine = 'google', subset = 'box',
+--       baseline = 'hide_ads_box', since = '2026-01-01', until = '2026-12-31',
+--       burn_in_days = 4, seed = 0);
+-- subset: all, ads_or_box, no_ads_no_box, box, ssr_c1_c2 (anything else selects nothing).
+-- baseline (experiment_gap): the arm gaps are taken against; 'control' for Figure 3.
 -- Preprocessing: drops each install's first burn_in_days and identified = false events.
 -- The weight thresholds below are P(W <= k) for W ~ Poisson(1) (checked by a test).
 
@@ -15,6 +20,12 @@ WITH per_install AS
     WHERE experiment_id = {experiment:String} AND engine = {engine:String}
       AND day >= {since:Date} AND day <= {until:Date}
       AND install_age_days >= {burn_in_days:UInt16} AND identified = 1
+      AND multiIf({subset:String} = 'all', 1,
+                  {subset:String} = 'ads_or_box', ads_present = 1 OR box_present = 1,
+                  {subset:String} = 'no_ads_no_box', ads_present = 0 AND box_present = 0,
+                  {subset:String} = 'box', box_present = 1,
+                  {subset:String} = 'ssr_c1_c2', ssr_c1_c2 = 1,
+                  0)
     GROUP BY install_id, arm
 ),
 weighted AS
@@ -60,6 +71,12 @@ WITH per_install AS
     WHERE experiment_id = {experiment:String} AND engine = {engine:String}
       AND day >= {since:Date} AND day <= {until:Date}
       AND install_age_days >= {burn_in_days:UInt16} AND identified = 1
+      AND multiIf({subset:String} = 'all', 1,
+                  {subset:String} = 'ads_or_box', ads_present = 1 OR box_present = 1,
+                  {subset:String} = 'no_ads_no_box', ads_present = 0 AND box_present = 0,
+                  {subset:String} = 'box', box_present = 1,
+                  {subset:String} = 'ssr_c1_c2', ssr_c1_c2 = 1,
+                  0)
     GROUP BY install_id, arm
 ),
 weighted AS
@@ -83,8 +100,8 @@ points AS
     FROM per_install
     GROUP BY arm
 ),
-control_points AS (SELECT clicks AS cc, units AS cu FROM points WHERE arm = 'control'),
-control_replicates AS (SELECT b, wc AS cwc, wu AS cwu FROM replicates WHERE arm = 'control')
+control_points AS (SELECT clicks AS cc, units AS cu FROM points WHERE arm = {baseline:String}),
+control_replicates AS (SELECT b, wc AS cwc, wu AS cwu FROM replicates WHERE arm = {baseline:String})
 SELECT arm, position,
        any(point_delta) AS delta, quantileExactInclusive(0.025)(rep_delta) AS delta_ci_low,
        quantileExactInclusive(0.975)(rep_delta) AS delta_ci_high,
@@ -93,17 +110,16 @@ SELECT arm, position,
 FROM
 (
     SELECT rp.arm AS arm, r AS position,
-           pt.clicks[r] / pt.units - (SELECT cc FROM control_points)[r] / (SELECT cu FROM control_points)
-               AS point_delta,
-           -point_delta / ((SELECT cc FROM control_points)[r] / (SELECT cu FROM control_points))
-               AS point_beta,
+           pt.clicks[r] / pt.units - cp.cc[r] / cp.cu AS point_delta,
+           -point_delta / (cp.cc[r] / cp.cu) AS point_beta,
            rp.wc[r] / rp.wu - cr.cwc[r] / cr.cwu AS rep_delta,
            -rep_delta / (cr.cwc[r] / cr.cwu) AS rep_beta
     FROM replicates AS rp
     INNER JOIN control_replicates AS cr ON cr.b = rp.b
     INNER JOIN points AS pt ON pt.arm = rp.arm
+    CROSS JOIN control_points AS cp
     ARRAY JOIN range(1, 11) AS r
-    WHERE rp.arm != 'control' AND rp.wu > 0 AND cr.cwu > 0
+    WHERE rp.arm != {baseline:String} AND rp.wu > 0 AND cr.cwu > 0
 )
 GROUP BY arm, position
 ORDER BY arm, position;
