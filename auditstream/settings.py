@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     )
     batch_within_s: float = Field(0.25, gt=0, description="Longest wait to fill a batch.")
     workers: int = Field(1, ge=1, le=16, description="Worker processes in embedded mode.")
+    estimators: bool = Field(
+        True, description="Keep the per-install arrangement statistics (off: raw + minute aggregate)."
+    )
     worker_metrics_port: int = Field(
         0, ge=0, le=65535, description="Serve worker Prometheus metrics here (0 = off)."
     )

@@ -132,9 +132,12 @@ async def chdb_insert_rate(rows: list[dict], tmp: Path) -> float:
     return rate
 
 
-def start_service(tmp: Path, port: int, ingest_processes: int) -> subprocess.Popen[bytes]:
+def start_service(
+    tmp: Path, port: int, ingest_processes: int, estimators: bool = True
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
+        "AUDITSTREAM_ESTIMATORS": "true" if estimators else "false",
         "AUDITSTREAM_RATE_LIMIT_RPS": "1e9",
         "AUDITSTREAM_RATE_LIMIT_BURST": "1000000000",
         "AUDITSTREAM_INGEST_PROCESSES": str(ingest_processes),
@@ -174,6 +177,11 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--freshness-seconds", type=float, default=30)
     parser.add_argument("--ingest-processes", type=int, default=1)
+    parser.add_argument(
+        "--skip-estimator-baseline",
+        action="store_true",
+        help="skip the second end-to-end run with the per-install estimator statistics off",
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     print(f"generating {args.events} events ...", file=sys.stderr)
@@ -207,6 +215,19 @@ def main() -> None:
         proc.send_signal(2)
         proc.wait(timeout=120)
 
+    e2e_without = None
+    if not args.skip_estimator_baseline:
+        print("end to end again, estimator statistics off ...", file=sys.stderr)
+        port2 = free_port()
+        tmp2 = tmp / "no-estimators"
+        tmp2.mkdir()
+        proc2 = start_service(tmp2, port2, args.ingest_processes, estimators=False)
+        try:
+            _, e2e_without = asyncio.run(sustained(f"http://127.0.0.1:{port2}", bodies, args.events))
+        finally:
+            proc2.send_signal(2)
+            proc2.wait(timeout=120)
+
     result = {
         "bench": "pipeline",
         "events": args.events,
@@ -217,6 +238,8 @@ def main() -> None:
         "end_to_end_events_per_s": round(e2e),
         "baseline_raw_chdb_insert_rows_per_s": round(chdb_baseline),
         "end_to_end_ratio_to_baseline": round(e2e / chdb_baseline, 3),
+        "end_to_end_events_per_s_estimators_off": round(e2e_without) if e2e_without else None,
+        "estimators_on_to_off_ratio": round(e2e / e2e_without, 3) if e2e_without else None,
         "freshness": {
             label: {
                 "rate_events_per_s": round(rate),

@@ -100,7 +100,9 @@ def create_app(settings: Settings, store: Store) -> faust.App:
     async def publish_alert(alert: dict[str, Any]) -> None:
         await alerts_topic.send(key=alert["subject"].encode(), value=orjson.dumps(alert))
 
-    sink = ClickHouseSink(store, settings.dedup_horizon_days, publish_alert=publish_alert)
+    sink = ClickHouseSink(
+        store, settings.dedup_horizon_days, publish_alert=publish_alert, estimators=settings.estimators
+    )
     app.timer(SRM_EVERY_S, name="srm_check")(sink.check_srm)
     for family in FAMILIES:
         topic = app.topic(

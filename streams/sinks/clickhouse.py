@@ -60,12 +60,14 @@ class ClickHouseSink:
         dedup_horizon_days: int = 7,
         max_backoff_s: float = 10.0,
         publish_alert: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+        estimators: bool = True,
     ) -> None:
         self.store = store
         self.horizon_days = dedup_horizon_days
         self.max_backoff_s = max_backoff_s
         self.publish_alert = publish_alert
         self.srm_pending: set[str] = set()
+        self.estimators = estimators
 
     async def write(self, family: Family, values: Sequence[bytes]) -> WriteResult:
         """Store a batch; block (with backoff) while ClickHouse is unavailable."""
@@ -125,11 +127,14 @@ class ClickHouseSink:
         if family is EXTENSION and batch.events:
             keys = slice_keys(batch.events, clicks_by_rank.SLICE_S)
             # Independent recomputes run side by side; chDB and ClickHouse run both at once.
-            await asyncio.gather(
-                self.store.execute(clicks_by_rank.recompute_sql(keys)),
-                self._install_stats(keys, install_days(batch.events)),
-            )
-            self.srm_pending.update(e["experiment_id"] for e in batch.events)
+            if self.estimators:
+                await asyncio.gather(
+                    self.store.execute(clicks_by_rank.recompute_sql(keys)),
+                    self._install_stats(keys, install_days(batch.events)),
+                )
+                self.srm_pending.update(e["experiment_id"] for e in batch.events)
+            else:
+                await self.store.execute(clicks_by_rank.recompute_sql(keys))
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
         SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)
