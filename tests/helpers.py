@@ -157,3 +157,25 @@ def stop_up(svc: Service) -> int:
     assert svc.process is not None
     svc.process.send_signal(signal.SIGINT)
     return svc.process.wait(timeout=60)
+
+
+def post_study(svc: Service, config: Any, total: int, batch: int = 200) -> None:
+    """Post ``total`` simulated extension events and wait until all are in the statistics."""
+    import asyncio
+
+    from collectors.simulate.extension_traffic import ExtensionTraffic
+    from collectors.simulate.poster import post_batches
+
+    stats = asyncio.run(post_batches(svc.url, svc.api_key, ExtensionTraffic(config).batches(batch, total)))
+    assert stats.accepted == total
+    wait_for(
+        lambda: (
+            svc.scalar(
+                "SELECT sum(units) + sum(impressions) FROM arrangement_install_day "
+                f"WHERE experiment_id = '{config.experiment_id}'"
+            )
+            == total
+        ),
+        60,
+        f"{config.experiment_id} in arrangement_install_day",
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 
 import orjson
@@ -11,9 +10,8 @@ from typer.testing import CliRunner
 
 from auditstream.cli import app
 from collectors.simulate.clickmodel import click_distribution
-from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from collectors.simulate.poster import post_batches
-from tests.helpers import Service, wait_for
+from collectors.simulate.extension_traffic import TrafficConfig
+from tests.helpers import Service, post_study
 
 pytestmark = pytest.mark.integration
 EXP = "planted"
@@ -34,21 +32,7 @@ def expected_ctr(arm: str, config: TrafficConfig, rank: int) -> float:
 
 def test_report_recovers_planted_effects(service: Service) -> None:
     config = TrafficConfig(experiment_id=EXP, seed=2024, installs=400)
-    stats = asyncio.run(
-        post_batches(service.url, service.api_key, ExtensionTraffic(config).batches(200, 40_000))
-    )
-    assert stats.accepted == 40_000
-    wait_for(
-        lambda: (
-            service.scalar(
-                "SELECT sum(units) + sum(impressions) FROM arrangement_install_day "
-                f"WHERE experiment_id = '{EXP}'"
-            )
-            == 40_000
-        ),
-        60,
-        "the study in arrangement_install_day",
-    )
+    post_study(service, config, 40_000, batch=200)
 
     result = CliRunner().invoke(
         app,
@@ -149,21 +133,7 @@ def test_report_recovers_planted_effects(service: Service) -> None:
 
 def test_n_candidates_quintiles_partition_the_units(service: Service) -> None:
     config = TrafficConfig(experiment_id="quintiles", seed=99, installs=200)
-    stats = asyncio.run(
-        post_batches(service.url, service.api_key, ExtensionTraffic(config).batches(200, 8_000))
-    )
-    assert stats.accepted == 8_000
-    wait_for(
-        lambda: (
-            service.scalar(
-                "SELECT sum(units) + sum(impressions) FROM arrangement_install_day "
-                "WHERE experiment_id = 'quintiles'"
-            )
-            == 8_000
-        ),
-        60,
-        "the study in arrangement_install_day",
-    )
+    post_study(service, config, 8_000, batch=200)
 
     def units(subset: str) -> int:
         result = CliRunner().invoke(
@@ -188,3 +158,51 @@ def test_n_candidates_quintiles_partition_the_units(service: Service) -> None:
     parts = [units(f"n_candidates_q{k}") for k in range(1, 6)]
     assert sum(parts) == units("all")  # every unit in exactly one quintile
     assert all(0.1 < p / sum(parts) < 0.3 for p in parts), parts
+
+
+def test_box_subset_distortions_figure5(service: Service) -> None:
+    """Every page has a box (the paper's box subset); gaps against the hide arms, as in Figure 5."""
+    config = TrafficConfig(experiment_id="boxes", seed=5, installs=400, p_box=1.0)
+    post_study(service, config, 40_000, batch=250)
+
+    def beta_c1(baseline: str) -> dict[str, tuple[float, float]]:
+        result = CliRunner().invoke(
+            app,
+            [
+                "report",
+                "experiment",
+                "boxes",
+                "--url",
+                service.url,
+                "--api-key",
+                service.api_key,
+                "--format",
+                "json",
+                "--subset",
+                "box",
+                "--baseline",
+                baseline,
+                "--ranks",
+                "1",
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        return {
+            a["arm"]: (a["beta_c1_ci_low"], a["beta_c1_ci_high"])
+            for a in orjson.loads(result.stdout)["arms"]
+            if a["arm"] != baseline
+        }
+
+    def planted(arm: str, baseline: str) -> float:
+        return 1 - expected_ctr(arm, config, 1) / expected_ctr(baseline, config, 1)
+
+    against_hide_box = beta_c1("hide_box")
+    against_hide_all = beta_c1("hide_ads_box")
+    for arm, baseline, table in (
+        ("control", "hide_box", against_hide_box),  # add box
+        ("control", "hide_ads_box", against_hide_all),  # add ads/box
+        ("swap_1_2", "hide_box", against_hide_box),  # swap + add box
+        ("swap_1_2", "hide_ads_box", against_hide_all),
+    ):  # swap + add ads/box
+        low, high = table[arm]
+        assert low < planted(arm, baseline) < high, (arm, baseline, low, high, planted(arm, baseline))

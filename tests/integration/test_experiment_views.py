@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 
 import orjson
@@ -10,9 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from auditstream.cli import app
-from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from collectors.simulate.poster import post_batches
-from tests.helpers import Service, wait_for
+from collectors.simulate.extension_traffic import TrafficConfig
+from tests.helpers import Service, post_study
 
 pytestmark = pytest.mark.integration
 EXP = "views"
@@ -20,21 +18,7 @@ EXP = "views"
 
 def test_views_equal_the_report(service: Service) -> None:
     config = TrafficConfig(experiment_id=EXP, seed=77, installs=200)
-    stats = asyncio.run(
-        post_batches(service.url, service.api_key, ExtensionTraffic(config).batches(200, 10_000))
-    )
-    assert stats.accepted == 10_000
-    wait_for(
-        lambda: (
-            service.scalar(
-                "SELECT sum(units) + sum(impressions) FROM arrangement_install_day "
-                f"WHERE experiment_id = '{EXP}'"
-            )
-            == 10_000
-        ),
-        60,
-        "the study in arrangement_install_day",
-    )
+    post_study(service, config, 10_000, batch=200)
     result = CliRunner().invoke(
         app,
         [
