@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sys
-from datetime import date
 from typing import Annotated
 
 import orjson
@@ -73,8 +72,13 @@ def experiment(
     include_unidentified: Annotated[
         bool, typer.Option("--include-unidentified", help="Keep identified=false events")
     ] = False,
-    since: Annotated[str | None, typer.Option(help="First day, YYYY-MM-DD")] = None,
-    until: Annotated[str | None, typer.Option(help="Last day, YYYY-MM-DD")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="First day YYYY-MM-DD, or a UTC time YYYY-MM-DDTHH:MM (inclusive)")
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(help="Last day YYYY-MM-DD (inclusive), or a UTC time YYYY-MM-DDTHH:MM (exclusive)"),
+    ] = None,
     ranks: Annotated[int, typer.Option(help="Positions c1..cN to show")] = 6,
     unit_mode: Annotated[
         str, typer.Option(help="click (the paper's units) or impression (serp_view)")
@@ -93,6 +97,7 @@ def experiment(
         ReportQuery,
         element_share_rows,
         flatten,
+        parse_moment,
         pp_lower_bound,
         table_from_rows,
     )
@@ -104,8 +109,8 @@ def experiment(
             burn_in_days,
             not include_unidentified,
             subset,
-            date.fromisoformat(since) if since else None,
-            date.fromisoformat(until) if until else None,
+            parse_moment(since) if since else None,
+            parse_moment(until) if until else None,
             unit_mode,
         )
         per_install_sql, drops_sql = query.per_install_sql(), query.drops_sql()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from schemas.sql import quote
@@ -31,9 +31,32 @@ class ReportQuery:
     burn_in_days: int = 4
     identified_only: bool = True
     subset: str = "all"
-    since: date | None = None
-    until: date | None = None
+    since: date | datetime | None = None
+    until: date | datetime | None = None
     unit_mode: str = "click"
+
+    @property
+    def _fine(self) -> bool:
+        """Times of day were given: read the 10-second slices instead of whole days."""
+        return isinstance(self.since, datetime) or isinstance(self.until, datetime)
+
+    @property
+    def _source(self) -> str:
+        return "agg_arrangement_10s FINAL" if self._fine else "arrangement_install_day"
+
+    def _time_conditions(self) -> list[str]:
+        parts = []
+        if not self._fine:  # whole days, both ends inclusive
+            if self.since:
+                parts.append(f"day >= {quote(self.since.isoformat())}")
+            if self.until:
+                parts.append(f"day <= {quote(self.until.isoformat())}")
+            return parts
+        if self.since:
+            parts.append(f"slice_start >= toDateTime({quote(_text(self.since))}, 'UTC')")
+        if self.until:  # exclusive, so consecutive windows never share a slice
+            parts.append(f"slice_start < toDateTime({quote(_text(self.until))}, 'UTC')")
+        return parts
 
     def _where(self, preprocessing: bool = True, subset: bool = True) -> str:
         parts = [
@@ -42,10 +65,7 @@ class ReportQuery:
         ]
         if subset:
             parts.append(self._subset_condition(preprocessing))
-        if self.since:
-            parts.append(f"day >= {quote(self.since.isoformat())}")
-        if self.until:
-            parts.append(f"day <= {quote(self.until.isoformat())}")
+        parts += self._time_conditions()
         if preprocessing:
             parts.append(f"install_age_days >= {int(self.burn_in_days)}")
             if self.identified_only:
@@ -64,7 +84,7 @@ class ReportQuery:
         # results" figure in the same selection, so quintiles are at 0.1-decade resolution.
         bounds = (
             "(SELECT quantilesExactWeighted(0.2, 0.4, 0.6, 0.8)(n_candidates_bucket, units) "
-            f"FROM arrangement_install_day WHERE {self._where(preprocessing, subset=False)} "
+            f"FROM {self._source} WHERE {self._where(preprocessing, subset=False)} "
             "AND n_candidates_bucket >= 0)"
         )
         lower = f"n_candidates_bucket > {bounds}[{k - 1}]" if k > 1 else "n_candidates_bucket >= 0"
@@ -78,7 +98,7 @@ class ReportQuery:
         unit = UNIT_COLUMNS[self.unit_mode]
         return (
             f"SELECT install_id, arm, sum({unit}) AS n_units, sumForEach(clicks) AS n_clicks "
-            f"FROM arrangement_install_day WHERE {self._where()} GROUP BY install_id, arm"
+            f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
         )
 
     def element_shares_sql(self) -> str:
@@ -86,7 +106,7 @@ class ReportQuery:
         return (
             "SELECT arm, sum(arraySum(clicks)) AS organic, sum(clicks_ad) AS ad, "
             "sum(clicks_box) AS shopping_box, sum(clicks_ssr) AS ssr, sum(clicks_other) AS other "
-            f"FROM arrangement_install_day WHERE {self._where()} GROUP BY arm ORDER BY arm"
+            f"FROM {self._source} WHERE {self._where()} GROUP BY arm ORDER BY arm"
         )
 
     def drops_sql(self) -> str:
@@ -97,9 +117,20 @@ class ReportQuery:
             "SELECT arm, sum(units) AS all_units, "
             f"sumIf(units, install_age_days < {burn}) AS burn_in_dropped, "
             f"sumIf(units, install_age_days >= {burn} AND {unidentified}) AS unidentified_dropped "
-            f"FROM arrangement_install_day WHERE {self._where(preprocessing=False)} "
+            f"FROM {self._source} WHERE {self._where(preprocessing=False)} "
             "GROUP BY arm ORDER BY arm"
         )
+
+
+def _text(moment: date | datetime) -> str:
+    if isinstance(moment, datetime):
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    return moment.strftime("%Y-%m-%d 00:00:00")
+
+
+def parse_moment(text: str) -> date | datetime:
+    """``YYYY-MM-DD`` (a whole day) or ``YYYY-MM-DDTHH:MM[:SS]`` (UTC, 10-second resolution)."""
+    return datetime.fromisoformat(text) if "T" in text or " " in text else date.fromisoformat(text)
 
 
 def table_from_rows(

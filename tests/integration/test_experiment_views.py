@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
@@ -16,9 +16,34 @@ pytestmark = pytest.mark.integration
 EXP = "views"
 
 
-def test_views_equal_the_report(service: Service) -> None:
-    config = TrafficConfig(experiment_id=EXP, seed=77, installs=200)
-    post_study(service, config, 10_000, batch=200)
+@pytest.fixture(scope="module")
+def study(service: Service) -> Service:
+    post_study(service, TrafficConfig(experiment_id=EXP, seed=77, installs=200), 10_000, batch=200)
+    return service
+
+
+def report_json(service: Service, *args: str) -> dict:
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "experiment",
+            EXP,
+            "--url",
+            service.url,
+            "--api-key",
+            service.api_key,
+            "--format",
+            "json",
+            *args,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return orjson.loads(result.stdout)
+
+
+def test_views_equal_the_report(study: Service) -> None:
+    service = study
     result = CliRunner().invoke(
         app,
         [
@@ -61,7 +86,8 @@ def test_views_equal_the_report(service: Service) -> None:
         assert row["beta"] == pytest.approx(mine[f"beta_c{i}"], abs=1e-6)
 
 
-def test_view_subsets_and_baseline_follow_the_report(service: Service) -> None:
+def test_view_subsets_and_baseline_follow_the_report(study: Service) -> None:
+    service = study
     today = datetime.now(UTC).date().isoformat()
     result = CliRunner().invoke(
         app,
@@ -96,3 +122,34 @@ def test_view_subsets_and_baseline_follow_the_report(service: Service) -> None:
         assert row["delta_ci_low"] == pytest.approx(report[row["arm"]]["delta_c1_ci_low"], abs=1e-6)
     nothing = params.replace("ads_or_box", "no-such-subset").replace(", baseline = 'hide_ads_box'", "")
     assert service.sql(f"SELECT * FROM experiment_ctr({nothing})") == []
+
+
+def test_time_windows_use_the_ten_second_slices(study: Service) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    yesterday = (now - timedelta(days=1)).date().isoformat()  # robust to a run across midnight
+    whole_day = report_json(study, "--since", yesterday, "--until", now.date().isoformat())
+    hour = report_json(
+        study,
+        "--since",
+        (now - timedelta(hours=1)).isoformat(timespec="minutes").split("+")[0],
+        "--until",
+        (now + timedelta(minutes=5)).isoformat(timespec="minutes").split("+")[0],
+    )
+    assert hour["arms"] == whole_day["arms"]  # everything was posted within the last hour
+    before = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "experiment",
+            EXP,
+            "--url",
+            study.url,
+            "--api-key",
+            study.api_key,
+            "--since",
+            "2020-01-01T00:00",
+            "--until",
+            "2020-01-01T01:00",
+        ],
+    )
+    assert before.exit_code == 1 and "no units" in before.output
