@@ -176,6 +176,6 @@ def post_study(svc: Service, config: Any, total: int, batch: int = 200) -> None:
             )
             == total
         ),
-        60,
+        180,  # generous: CI machines are shared; the wait ends as soon as the rows are there
         f"{config.experiment_id} in arrangement_install_day",
     )

@@ -44,7 +44,7 @@ def aggregate_matches(svc: Service, exp: str) -> bool:
 
 def assert_aggregate_exact(svc: Service, exp: str) -> None:
     """The stored aggregate equals a recount once the worker finished its last batch."""
-    wait_for(lambda: aggregate_matches(svc, exp), 30, f"clicks_by_rank_1m of {exp} = recount")
+    wait_for(lambda: aggregate_matches(svc, exp), 90, f"clicks_by_rank_1m of {exp} = recount")
 
 
 INSTALL_RECOUNT = """
@@ -79,7 +79,7 @@ def assert_install_stats_exact(svc: Service, exp: str) -> None:
         recount = keyed(svc.sql(INSTALL_RECOUNT.format(exp=exp)))
         return bool(recount) and keyed(svc.sql(INSTALL_STORED.format(exp=exp))) == recount
 
-    wait_for(matches, 30, f"arrangement_install_day of {exp} = recount")
+    wait_for(matches, 90, f"arrangement_install_day of {exp} = recount")
 
 
 def post(svc: Service, exp: str, total: int, seed: int, **kw) -> list[str]:

@@ -76,7 +76,7 @@ def test_srm_alerts_once_for_a_bad_split_and_never_for_a_fair_one(service: Servi
     register(service, "srm-fair")
     post(service, clicks("srm-fair", 20_000, 50))
     post(service, clicks("srm-bad", 10_000, 52))
-    wait_for(lambda: srm_alerts(service, "srm-bad") == 1, 60, "the SRM alert")
+    wait_for(lambda: srm_alerts(service, "srm-bad") == 1, 120, "the SRM alert")
     post(service, clicks("srm-bad", 10_000, 52))  # more evidence: still one alert
     wait_for(
         lambda: (
