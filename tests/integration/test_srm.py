@@ -83,7 +83,7 @@ def test_srm_alerts_once_for_a_bad_split_and_never_for_a_fair_one(service: Servi
             service.scalar("SELECT sum(units) FROM arrangement_install_day WHERE experiment_id = 'srm-bad'")
             == 20_000
         ),
-        60,
+        120,
         "all srm-bad units stored",
     )
     wait_for(
@@ -91,7 +91,7 @@ def test_srm_alerts_once_for_a_bad_split_and_never_for_a_fair_one(service: Servi
             service.scalar("SELECT sum(units) FROM arrangement_install_day WHERE experiment_id = 'srm-fair'")
             == 20_000
         ),
-        60,
+        120,
         "all srm-fair units stored",
     )
     assert srm_alerts(service, "srm-bad") == 1
