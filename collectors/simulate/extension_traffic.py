@@ -45,7 +45,12 @@ def _weighted(rng: random.Random, options: Sequence[tuple[str, float]]) -> str:
 
 
 class ExtensionTraffic:
-    """Yields event dicts ready to post; deterministic for a given seed."""
+    """Yields event dicts ready to post.
+
+    Everything but the event ids follows the seed. Event ids are fresh random UUIDs,
+    as real clients make them: the pipeline deduplicates by event id across all
+    experiments, so seeded ids would make two runs with one seed look like retries.
+    """
 
     def __init__(self, config: TrafficConfig) -> None:
         self.config = config
@@ -91,7 +96,7 @@ class ExtensionTraffic:
             events.append(
                 {
                     "type": "serp_view",
-                    "event_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                    "event_id": str(uuid.uuid4()),
                     **context,
                 }
             )
@@ -100,7 +105,7 @@ class ExtensionTraffic:
             outcome = rng.choices(list(dist), weights=list(dist.values()))[0]
             click = {
                 "type": "click",
-                "event_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                "event_id": str(uuid.uuid4()),
                 **context,
             }
             if outcome.startswith("c"):

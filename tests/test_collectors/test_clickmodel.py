@@ -32,3 +32,13 @@ def test_generated_events_are_valid() -> None:
     events = next(ExtensionTraffic(TrafficConfig(seed=9)).batches(500, 500))
     accepted, rejected = validate_batch(events)
     assert not rejected and len(accepted) == 500
+
+
+def test_same_seed_same_traffic_but_fresh_event_ids() -> None:
+    from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+
+    a = next(ExtensionTraffic(TrafficConfig(seed=3)).batches(50, 50))
+    b = next(ExtensionTraffic(TrafficConfig(seed=3)).batches(50, 50))
+    strip = [{k: v for k, v in e.items() if k not in ("event_id", "sent_at")} for e in a]
+    assert strip == [{k: v for k, v in e.items() if k not in ("event_id", "sent_at")} for e in b]
+    assert not {e["event_id"] for e in a} & {e["event_id"] for e in b}
