@@ -119,6 +119,7 @@ class Supervisor:
         self.stopping = asyncio.Event()
         self.log_dir = settings.data_dir / "logs"
         self.env = dict(os.environ)
+        self.worker_metrics: list[str] = []
 
     def _child(self, name: str, args: list[str], **kw: object) -> Child:
         child = Child(name, args, self.env, self.log_dir, self.settings.run_dir, **kw)  # type: ignore[arg-type]
@@ -161,7 +162,13 @@ class Supervisor:
             self.children.remove(migrate)
 
         for i in range(s.workers):
-            await self._child(f"worker-{i}", ["worker"]).start()
+            # Each worker serves its own Prometheus metrics on a port of its own.
+            port = s.worker_metrics_port + i if s.worker_metrics_port else free_port()
+            worker = self._child(f"worker-{i}", ["worker"])
+            worker.env = {**self.env, "AUDITSTREAM_WORKER_METRICS_PORT": str(port)}
+            self.worker_metrics.append(f"http://127.0.0.1:{port}/metrics")
+            (s.run_dir / f"worker-{i}.metrics").write_text(self.worker_metrics[-1] + "\n")
+            await worker.start()
         if s.ingest_processes > 1:
             # Several processes share the port (SO_REUSEPORT); their metrics are merged
             # through prometheus-client's multiprocess directory.
@@ -189,7 +196,7 @@ class Supervisor:
             f"[bold]ingest[/]   {url}  (POST /v1/events, POST /v1/sql, /readyz, /metrics)",
             f"[bold]broker[/]   {broker}",
             f"[bold]store[/]    {store}",
-            f"[bold]workers[/]  {s.workers}",
+            f"[bold]workers[/]  {s.workers}  (metrics: {', '.join(self.worker_metrics)})",
             f"[bold]API key[/]  {self.api_key}  (scopes: {', '.join(SCOPES)})",
             f"[bold]logs[/]     {self.log_dir}/",
             "",

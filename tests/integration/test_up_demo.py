@@ -35,6 +35,9 @@ def test_up_demo_serves_and_stops_cleanly(tmp_path: Path) -> None:
     )
     assert svc.scalar("SELECT count() FROM extension_events") == 3000
     assert http("GET", svc.url + "/metrics").status == 200
+    worker_metrics = (tmp_path / "data" / "run" / "worker-0.metrics").read_text().strip()
+    text = http("GET", worker_metrics).body
+    assert "auditstream_sink_rows_total" in text and 'outcome="inserted"' in text
     broker_pid = svc.pid("broker")
     assert svc.process is not None
     svc.process.send_signal(signal.SIGINT)
