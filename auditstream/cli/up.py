@@ -282,6 +282,8 @@ class Supervisor:
             await self.broker.stop()
             with contextlib.suppress(FileNotFoundError):
                 (self.settings.run_dir / "broker.pid").unlink()
+        for stale in self.settings.run_dir.glob("worker-*.metrics"):
+            stale.unlink(missing_ok=True)
 
 
 async def _main(sup: Supervisor, demo: bool) -> None:
