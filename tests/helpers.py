@@ -179,3 +179,28 @@ def post_study(svc: Service, config: Any, total: int, batch: int = 200) -> None:
         180,  # generous: CI machines are shared; the wait ends as soon as the rows are there
         f"{config.experiment_id} in arrangement_install_day",
     )
+
+
+def report_json(svc: Service, experiment: str, *args: str) -> dict[str, Any]:
+    """``auditstream report experiment EXPERIMENT --format json ARGS`` against ``svc``."""
+    from typer.testing import CliRunner
+
+    from auditstream.cli import app
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "experiment",
+            experiment,
+            "--url",
+            svc.url,
+            "--api-key",
+            svc.api_key,
+            "--format",
+            "json",
+            *args,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return dict(orjson.loads(result.stdout))

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import itertools
 
-import orjson
 import pytest
-from typer.testing import CliRunner
 
-from auditstream.cli import app
 from collectors.simulate.clickmodel import click_distribution
 from collectors.simulate.extension_traffic import TrafficConfig
-from tests.helpers import Service, post_study
+from tests.helpers import Service, post_study, report_json
 
 pytestmark = pytest.mark.integration
 EXP = "planted"
@@ -36,24 +33,7 @@ def test_report_recovers_planted_effects(service: Service) -> None:
     config = TrafficConfig(experiment_id=EXP, seed=2025, installs=400)
     post_study(service, config, 40_000, batch=200)
 
-    result = CliRunner().invoke(
-        app,
-        [
-            "report",
-            "experiment",
-            EXP,
-            "--url",
-            service.url,
-            "--api-key",
-            service.api_key,
-            "--format",
-            "json",
-            "--ranks",
-            "3",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    doc = orjson.loads(result.stdout)
+    doc = report_json(service, EXP, "--ranks", "3")
     arms = {a["arm"]: a for a in doc["arms"]}
     control = expected_ctr("control", config, 1)
     assert arms["control"]["ctr_c1_ci_low"] < control < arms["control"]["ctr_c1_ci_high"]
@@ -73,45 +53,11 @@ def test_report_recovers_planted_effects(service: Service) -> None:
         )
     assert shares["hide_ads_box"]["ad"] == 0 and shares["hide_ads_box"]["shopping_box"] == 0
 
-    figure5 = CliRunner().invoke(
-        app,
-        [
-            "report",
-            "experiment",
-            EXP,
-            "--url",
-            service.url,
-            "--api-key",
-            service.api_key,
-            "--format",
-            "json",
-            "--subset",
-            "box",
-            "--baseline",
-            "hide_ads_box",
-        ],
-    )
-    assert figure5.exit_code == 0, figure5.output
-    assert orjson.loads(figure5.stdout)["baseline"] == "hide_ads_box"
+    figure5_doc = report_json(service, EXP, "--subset", "box", "--baseline", "hide_ads_box")
+    assert figure5_doc["baseline"] == "hide_ads_box"
 
-    impressions = CliRunner().invoke(
-        app,
-        [
-            "report",
-            "experiment",
-            EXP,
-            "--url",
-            service.url,
-            "--api-key",
-            service.api_key,
-            "--format",
-            "json",
-            "--unit-mode",
-            "impression",
-        ],
-    )
-    assert impressions.exit_code == 0, impressions.output
-    per_view = {a["arm"]: a for a in orjson.loads(impressions.stdout)["arms"]}
+    impressions_doc = report_json(service, EXP, "--unit-mode", "impression")
+    per_view = {a["arm"]: a for a in impressions_doc["arms"]}
     # Each page view leads to a click with p_click, so per-impression CTR = p_click x per-click CTR.
     assert per_view["control"]["ctr_c1"] == pytest.approx(config.p_click * control, abs=0.03)
 
@@ -138,24 +84,7 @@ def test_n_candidates_quintiles_partition_the_units(service: Service) -> None:
     post_study(service, config, 8_000, batch=200)
 
     def units(subset: str) -> int:
-        result = CliRunner().invoke(
-            app,
-            [
-                "report",
-                "experiment",
-                "quintiles",
-                "--url",
-                service.url,
-                "--api-key",
-                service.api_key,
-                "--format",
-                "json",
-                "--subset",
-                subset,
-            ],
-        )
-        assert result.exit_code == 0, result.output
-        return sum(a["units"] for a in orjson.loads(result.stdout)["arms"])
+        return sum(a["units"] for a in report_json(service, "quintiles", "--subset", subset)["arms"])
 
     parts = [units(f"n_candidates_q{k}") for k in range(1, 6)]
     assert sum(parts) == units("all")  # every unit in exactly one quintile
@@ -168,31 +97,9 @@ def test_box_subset_distortions_figure5(service: Service) -> None:
     post_study(service, config, 40_000, batch=250)
 
     def beta_c1(baseline: str) -> dict[str, tuple[float, float]]:
-        result = CliRunner().invoke(
-            app,
-            [
-                "report",
-                "experiment",
-                "boxes",
-                "--url",
-                service.url,
-                "--api-key",
-                service.api_key,
-                "--format",
-                "json",
-                "--subset",
-                "box",
-                "--baseline",
-                baseline,
-                "--ranks",
-                "1",
-            ],
-        )
-        assert result.exit_code == 0, result.output
+        doc = report_json(service, "boxes", "--subset", "box", "--baseline", baseline, "--ranks", "1")
         return {
-            a["arm"]: (a["beta_c1_ci_low"], a["beta_c1_ci_high"])
-            for a in orjson.loads(result.stdout)["arms"]
-            if a["arm"] != baseline
+            a["arm"]: (a["beta_c1_ci_low"], a["beta_c1_ci_high"]) for a in doc["arms"] if a["arm"] != baseline
         }
 
     def planted(arm: str, baseline: str) -> float:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import orjson
 import pytest
 from typer.testing import CliRunner
 
 from auditstream.cli import app
 from collectors.simulate.extension_traffic import TrafficConfig
-from tests.helpers import Service, post_study
+from tests.helpers import Service, post_study, report_json
 
 pytestmark = pytest.mark.integration
 EXP = "views"
@@ -22,46 +21,9 @@ def study(service: Service) -> Service:
     return service
 
 
-def report_json(service: Service, *args: str) -> dict:
-    result = CliRunner().invoke(
-        app,
-        [
-            "report",
-            "experiment",
-            EXP,
-            "--url",
-            service.url,
-            "--api-key",
-            service.api_key,
-            "--format",
-            "json",
-            *args,
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    return orjson.loads(result.stdout)
-
-
 def test_views_equal_the_report(study: Service) -> None:
     service = study
-    result = CliRunner().invoke(
-        app,
-        [
-            "report",
-            "experiment",
-            EXP,
-            "--url",
-            service.url,
-            "--api-key",
-            service.api_key,
-            "--format",
-            "json",
-            "--ranks",
-            "3",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    report = {a["arm"]: a for a in orjson.loads(result.stdout)["arms"]}
+    report = {a["arm"]: a for a in report_json(service, EXP, "--ranks", "3")["arms"]}
 
     today = datetime.now(UTC).date().isoformat()
     params = (
@@ -89,28 +51,8 @@ def test_views_equal_the_report(study: Service) -> None:
 def test_view_subsets_and_baseline_follow_the_report(study: Service) -> None:
     service = study
     today = datetime.now(UTC).date().isoformat()
-    result = CliRunner().invoke(
-        app,
-        [
-            "report",
-            "experiment",
-            EXP,
-            "--url",
-            service.url,
-            "--api-key",
-            service.api_key,
-            "--format",
-            "json",
-            "--subset",
-            "ads_or_box",
-            "--baseline",
-            "hide_ads_box",
-            "--ranks",
-            "1",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    report = {a["arm"]: a for a in orjson.loads(result.stdout)["arms"]}
+    doc = report_json(service, EXP, "--subset", "ads_or_box", "--baseline", "hide_ads_box", "--ranks", "1")
+    report = {a["arm"]: a for a in doc["arms"]}
     params = (
         f"experiment = '{EXP}', engine = 'google', subset = 'ads_or_box', since = '2000-01-01', "
         f"until = '{today}', burn_in_days = 4, seed = 0, baseline = 'hide_ads_box'"
@@ -127,9 +69,10 @@ def test_view_subsets_and_baseline_follow_the_report(study: Service) -> None:
 def test_time_windows_use_the_ten_second_slices(study: Service) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     yesterday = (now - timedelta(days=1)).date().isoformat()  # robust to a run across midnight
-    whole_day = report_json(study, "--since", yesterday, "--until", now.date().isoformat())
+    whole_day = report_json(study, EXP, "--since", yesterday, "--until", now.date().isoformat())
     hour = report_json(
         study,
+        EXP,
         "--since",
         (now - timedelta(hours=1)).isoformat(timespec="minutes").split("+")[0],
         "--until",
