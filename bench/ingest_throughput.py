@@ -20,6 +20,7 @@ import aiohttp
 import orjson
 from aiokafka import AIOKafkaProducer
 
+from auditstream.cli.up import wait_http
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from ingest.api_keys import KeyFile
 from schemas.topics import all_topics
@@ -150,17 +151,7 @@ def main() -> dict:
     ]
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                import urllib.request
-
-                if urllib.request.urlopen(url + "/readyz", timeout=1).status == 200:
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(0.1)
+        asyncio.run(wait_http(url + "/readyz", 30))
         baseline = asyncio.run(raw_send_rate(broker.bootstrap, events[:100_000], "auditstream.extension"))
         rate = asyncio.run(ingest_rate(url, key, bodies, 100, args.concurrency))
         wrk = wrk_rate(url, key, bodies, 100, tmp) if shutil.which("wrk") else None

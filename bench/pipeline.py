@@ -22,6 +22,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 
+from auditstream.cli.up import wait_http
 from bench.common import MemorySampler, append_result, percentile
 from bench.ingest_throughput import ingest_rate, raw_send_rate
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
@@ -159,17 +160,12 @@ def start_service(
         stdout=open(tmp / "up.log", "wb"),  # noqa: SIM115
         stderr=subprocess.STDOUT,
     )
-    import urllib.request
 
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1).status == 200:
-                return proc
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"service did not start; see {tmp}/up.log") from None
-        time.sleep(0.2)
+    try:
+        asyncio.run(wait_http(f"http://127.0.0.1:{port}/readyz", 120))
+    except RuntimeError:
+        raise RuntimeError(f"service did not start; see {tmp}/up.log") from None
+    return proc
 
 
 def main() -> None:
