@@ -16,9 +16,9 @@ import shutil
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import aiohttp
 import typer
@@ -46,15 +46,20 @@ class Child:
     started_at: float = 0.0
     backoff_s: float = 0.5
     inherit_output: bool = False
-    _log: object | None = field(default=None, repr=False)
 
     async def start(self) -> None:
-        out: int | object
         if self.inherit_output:
-            out = None
+            self.process = await self._spawn(None)
         else:
-            self._log = out = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115, ASYNC230
-        self.process = await asyncio.create_subprocess_exec(
+            # The child keeps its own copy of the log descriptor; ours closes at once,
+            # so restarts do not pile up open files in the supervisor.
+            with open(self.log_dir / f"{self.name}.log", "ab") as log:  # noqa: ASYNC230
+                self.process = await self._spawn(log)
+        self.started_at = time.monotonic()
+        (self.run_dir / f"{self.name}.pid").write_text(str(self.process.pid))
+
+    async def _spawn(self, out: IO[bytes] | None) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "auditstream",
@@ -65,8 +70,6 @@ class Child:
             stdin=asyncio.subprocess.DEVNULL,
             start_new_session=True,
         )
-        self.started_at = time.monotonic()
-        (self.run_dir / f"{self.name}.pid").write_text(str(self.process.pid))
 
     def exited(self) -> int | None:
         return None if self.process is None else self.process.returncode
@@ -268,16 +271,10 @@ class Supervisor:
                 await asyncio.wait_for(self.stopping.wait(), 1.0)
 
     async def stop(self) -> None:
-        order = (
-            ["demo"]
-            + [c.name for c in self.children if c.name.startswith("ingest")]
-            + [c.name for c in self.children if c.name.startswith("worker")]
-            + ["store"]
-        )
-        for name in order:
-            for child in self.children:
-                if child.name == name:
-                    await child.stop()
+        # Stop the load first, then intake, then what drains Kafka, then storage.
+        rank = {"demo": 0, "ingest": 1, "worker": 2, "store": 3}
+        for child in sorted(self.children, key=lambda c: rank.get(c.name.split("-")[0], 4)):
+            await child.stop()
         if self.broker is not None:
             await self.broker.stop()
             with contextlib.suppress(FileNotFoundError):
@@ -311,7 +308,7 @@ def up(
     port: Annotated[int | None, typer.Option(help="Ingest port \\[env: AUDITSTREAM_PORT]")] = None,
     data_dir: DataDir = None,
     api_key: Annotated[
-        str | None, typer.Option("--api-key", help="Register this key (ingest and read scopes)")
+        str | None, typer.Option("--api-key", help="Register this key (with every scope)")
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes \\[env: AUDITSTREAM_WORKERS]")] = None,
     partitions: Annotated[int | None, typer.Option(help="Partitions per topic")] = None,
