@@ -18,6 +18,11 @@ SWAP_EFFECTS: dict[str, tuple[int, int, float]] = {
     "swap_1_3": (1, 3, 0.27),
     "swap_2_3": (2, 3, 0.06),
 }
+SWAP_DAMPING_WITH_BOX = 0.17 / 0.19
+"""A shown shopping box draws attention from the organic list, so a swap moves less click
+mass (0.17 instead of 0.19 for swap 1-2). Together with ads on most box pages
+(``TrafficConfig.p_ads_given_box``) this reproduces Figure 5's box-subset distortions of
+c1: add box 0.224, add ads and box 0.44, swap plus box 0.53, swap plus ads and box 0.66."""
 
 ARMS = (
     "control",
@@ -43,6 +48,8 @@ def click_distribution(arm: str, ads_shown: bool, box_shown: bool) -> dict[str, 
     swap = _swap_of(arm)
     if swap:
         a, b, moved = SWAP_EFFECTS[swap]
+        if box_shown:
+            moved *= SWAP_DAMPING_WITH_BOX
         organic[a - 1] -= moved
         organic[b - 1] += moved
     hides_ads = "ads" in arm

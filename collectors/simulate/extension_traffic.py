@@ -31,13 +31,23 @@ class TrafficConfig:
     installs: int = 500
     p_new_install: float = 0.1  # installed within the burn-in window
     p_click: float = 0.6  # a page view leads to a click
-    p_ads: float = 0.3
+    p_ads: float = 0.3  # share of pages with ads, over all pages
     p_box: float = 0.032
+    p_ads_given_box: float = 0.93  # shopping boxes come with commercial queries, which carry ads
     p_ssr: float = 0.2
     p_unidentified: float = 0.02
     emit_views: bool = True
     seed: int = 1
     today: date = field(default_factory=lambda: datetime.now(UTC).date())
+
+    def p_ads_given(self, box: bool) -> float:
+        """P(ads | box shown or not), keeping the overall share of pages with ads at ``p_ads``."""
+        if box:
+            return self.p_ads_given_box
+        if self.p_box >= 1:
+            return self.p_ads
+        rest = (self.p_ads - self.p_box * self.p_ads_given_box) / (1 - self.p_box)
+        return min(max(rest, 0.0), 1.0)
 
 
 def _weighted(rng: random.Random, options: Sequence[tuple[str, float]]) -> str:
@@ -73,8 +83,8 @@ class ExtensionTraffic:
         inst = rng.choice(self.installs)
         query_token = f"q{rng.getrandbits(40)}"  # stands in for the query, which never leaves
         arm = assign_arm(inst["install_id"], query_token, c.salt, c.arms)
-        ads = rng.randint(1, 4) if rng.random() < c.p_ads else 0
         box = ("top" if rng.random() < 0.75 else "side") if rng.random() < c.p_box else "none"
+        ads = rng.randint(1, 4) if rng.random() < c.p_ads_given(box != "none") else 0
         ssr = sorted(rng.sample(range(2, 11), rng.randint(1, 2))) if rng.random() < c.p_ssr else []
         context = {
             "schema_version": 1,

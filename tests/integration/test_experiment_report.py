@@ -15,10 +15,11 @@ EXP = "planted"
 
 
 def expected_share(arm: str, config: TrafficConfig, outcome: str) -> float:
-    """Probability of a click outcome under the simulator's page mix (ads, box independent)."""
+    """Probability of a click outcome under the simulator's page mix."""
     total = 0.0
     for ads, box in itertools.product((False, True), repeat=2):
-        p = (config.p_ads if ads else 1 - config.p_ads) * (config.p_box if box else 1 - config.p_box)
+        p_ads = config.p_ads_given(box)
+        p = (p_ads if ads else 1 - p_ads) * (config.p_box if box else 1 - config.p_box)
         total += p * click_distribution(arm, ads, box)[outcome]
     return total
 
@@ -104,6 +105,16 @@ def test_box_subset_distortions_figure5(service: Service) -> None:
 
     def planted(arm: str, baseline: str) -> float:
         return 1 - expected_ctr(arm, config, 1) / expected_ctr(baseline, config, 1)
+
+    # The planted distortions are the paper's (DESIGN.md §5), to its two decimals.
+    paper = {
+        ("control", "hide_box"): 0.23,
+        ("control", "hide_ads_box"): 0.44,
+        ("swap_1_2", "hide_box"): 0.53,
+        ("swap_1_2", "hide_ads_box"): 0.66,
+    }
+    for (arm, baseline), figure in paper.items():
+        assert planted(arm, baseline) == pytest.approx(figure, abs=0.01), (arm, baseline)
 
     against_hide_box = beta_c1("hide_box")
     against_hide_all = beta_c1("hide_ads_box")

@@ -42,3 +42,31 @@ def test_same_seed_same_traffic_but_fresh_event_ids() -> None:
     strip = [{k: v for k, v in e.items() if k not in ("event_id", "sent_at")} for e in a]
     assert strip == [{k: v for k, v in e.items() if k not in ("event_id", "sent_at")} for e in b]
     assert not {e["event_id"] for e in a} & {e["event_id"] for e in b}
+
+
+def test_box_subset_calibrated_to_figure5() -> None:
+    """c1 distortions on pages with a box (ads on 93% of them), against the hide arms."""
+    from collectors.simulate.extension_traffic import TrafficConfig
+
+    p_ads = TrafficConfig().p_ads_given(box=True)
+
+    def c1(arm: str) -> float:
+        return sum(
+            (p_ads if ads else 1 - p_ads) * click_distribution(arm, ads, True)["c1"] for ads in (False, True)
+        )
+
+    def beta(arm: str, baseline: str) -> float:
+        return 1 - c1(arm) / c1(baseline)
+
+    assert beta("control", "hide_box") == pytest.approx(0.23, abs=0.01)
+    assert beta("control", "hide_ads_box") == pytest.approx(0.44, abs=0.01)
+    assert beta("swap_1_2", "hide_box") == pytest.approx(0.53, abs=0.01)
+    assert beta("swap_1_2", "hide_ads_box") == pytest.approx(0.66, abs=0.01)
+
+
+def test_page_mix_keeps_the_overall_ads_share() -> None:
+    from collectors.simulate.extension_traffic import TrafficConfig
+
+    config = TrafficConfig()
+    overall = config.p_box * config.p_ads_given(True) + (1 - config.p_box) * config.p_ads_given(False)
+    assert overall == pytest.approx(config.p_ads)
