@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from datetime import UTC, datetime
 from typing import Annotated
 
 import orjson
@@ -181,6 +182,95 @@ def experiment(
         title="share of clicks by element type",
     )
     print_result(drops, "table", title="preprocessing: units kept and dropped")
+
+
+@app.command()
+def timeline(
+    experiment_id: Annotated[str, typer.Argument(help="The experiment id")],
+    window: Annotated[str, typer.Option(help="Window length: 1m, 1h, 1d (or <n>s/m/h/d)")] = "1h",
+    rank: Annotated[int, typer.Option(help="Position whose CTR and gap are shown in the table")] = 1,
+    engine: Annotated[str, typer.Option(help="Search engine")] = "google",
+    subset: Annotated[str, typer.Option(help="Same subsets as `report experiment`")] = "all",
+    burn_in_days: Annotated[int, typer.Option(help="Drop each install's first N days")] = 4,
+    since: Annotated[
+        str | None, typer.Option(help="First day YYYY-MM-DD, or a UTC time YYYY-MM-DDTHH:MM (inclusive)")
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(help="Last day YYYY-MM-DD (inclusive), or a UTC time YYYY-MM-DDTHH:MM (exclusive)"),
+    ] = None,
+    unit_mode: Annotated[str, typer.Option(help="click or impression")] = "click",
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")] = 0,
+    baseline: Annotated[str, typer.Option(help="Arm the gaps are taken against")] = "control",
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+    format: Format = "table",
+) -> None:
+    """CTR, gap and distortion per arm in consecutive windows, each with its own 95% CI.
+
+    JSON and CSV carry every position c1..c10; the table shows --rank.
+    """
+    from streams.reports.experiment import (
+        ReportQuery,
+        flatten,
+        parse_moment,
+        parse_window,
+        timeline_from_rows,
+    )
+
+    try:
+        window_s = parse_window(window)
+        query = ReportQuery(
+            experiment_id,
+            engine,
+            burn_in_days,
+            True,
+            subset,
+            parse_moment(since) if since else None,
+            parse_moment(until) if until else None,
+            unit_mode,
+        )
+        statement = query.windows_sql(window_s)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    if not 1 <= rank <= 10:
+        raise fail("--rank must be between 1 and 10", 2)
+    result = run_sql(url, api_key, statement)
+    rows = [dict(zip(result["columns"], r, strict=True)) for r in result["rows"]]
+    if not rows:
+        raise fail(f"no units for {experiment_id} on {engine} in that range after preprocessing", 1)
+    timeline_rows = timeline_from_rows(rows, 10, seed, baseline)
+    stamp = {start: datetime.fromtimestamp(start, UTC).isoformat() for start, _ in timeline_rows}
+    if format == "json":
+        doc = {
+            "window_seconds": window_s,
+            "baseline": baseline,
+            "windows": [{"window_start": stamp[s], "arms": flatten(t)} for s, t in timeline_rows],
+        }
+        sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+        return
+    if format == "csv":
+        records = [{"window_start": stamp[s], **r} for s, t in timeline_rows for r in flatten(t)]
+        columns = list(dict.fromkeys(c for r in records for c in r))
+        print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
+        return
+    out = Table(
+        "window start (UTC)",
+        "arm",
+        "units",
+        f"CTR c{rank}",
+        f"delta c{rank}",
+        f"beta c{rank}",
+        title=f"{experiment_id} · {engine} · subset {subset} · {window} windows, 95% CI",
+    )
+    for start, table in timeline_rows:
+        for row in table:
+            cells = [_fmt(e.value, (e.ci_low, e.ci_high)) for e in (row.ctr[rank - 1],)]
+            for series in (row.delta, row.beta):
+                e = series[rank - 1] if series else None
+                cells.append(_fmt(e.value, (e.ci_low, e.ci_high)) if e else "-")
+            out.add_row(stamp[start], row.arm, str(row.units), *cells)
+    Console().print(out)
 
 
 @app.command()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import date, datetime
+from dataclasses import dataclass, replace
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from schemas.sql import quote
@@ -121,6 +121,44 @@ class ReportQuery:
             "GROUP BY arm ORDER BY arm"
         )
 
+    def windows_sql(self, window_s: int) -> str:
+        """Units and clicks per (window, install, arm) after preprocessing, windows of
+        ``window_s`` seconds aligned to the epoch, read from the 10-second slices."""
+        fine = self.at_slice_resolution()
+        unit = UNIT_COLUMNS[self.unit_mode]
+        return (
+            "SELECT toUInt32(toStartOfInterval(slice_start, "
+            f"INTERVAL {int(window_s)} SECOND)) AS window_start, install_id, arm, "
+            f"sum({unit}) AS n_units, sumForEach(clicks) AS n_clicks "
+            f"FROM agg_arrangement_10s FINAL WHERE {fine._where()} "
+            "GROUP BY window_start, install_id, arm ORDER BY window_start"
+        )
+
+    def at_slice_resolution(self) -> ReportQuery:
+        """The same range with whole days turned into times (until stays inclusive of its day)."""
+
+        def start(moment: date | datetime | None, days: int) -> datetime | None:
+            if moment is None or isinstance(moment, datetime):
+                return moment
+            return datetime.combine(moment + timedelta(days=days), time())
+
+        return replace(self, since=start(self.since, 0), until=start(self.until, 1))
+
+
+WINDOWS = {"1m": 60, "1h": 3600, "1d": 86400}
+WINDOW = re.compile(r"([1-9][0-9]*)([smhd])")
+
+
+def parse_window(text: str) -> int:
+    """``1m``, ``1h``, ``1d`` or any ``<n>s|m|h|d`` that is a multiple of 10 seconds, in seconds."""
+    match = WINDOW.fullmatch(text.strip())
+    if not match:
+        raise ValueError(f"window {text!r}: use 1m, 1h, 1d or <n>s/m/h/d")
+    seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+    if seconds % 10:
+        raise ValueError(f"window {text!r}: must be a multiple of 10 seconds (the slice length)")
+    return seconds
+
 
 def _text(moment: date | datetime) -> str:
     if isinstance(moment, datetime):
@@ -141,6 +179,18 @@ def table_from_rows(
         for r in rows
     ]
     return figure3(counts, ranks=ranks, seed=seed, baseline=baseline)
+
+
+def timeline_from_rows(
+    rows: list[dict[str, Any]], ranks: int, seed: int = 0, baseline: str = "control"
+) -> list[tuple[int, list[ArmRow]]]:
+    """One Figure-3 table per window (epoch seconds), oldest first."""
+    by_window: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_window.setdefault(int(row["window_start"]), []).append(row)
+    return [
+        (start, table_from_rows(group, ranks, seed, baseline)) for start, group in sorted(by_window.items())
+    ]
 
 
 def flatten(table: list[ArmRow]) -> list[dict[str, Any]]:

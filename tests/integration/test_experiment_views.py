@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -96,3 +98,63 @@ def test_time_windows_use_the_ten_second_slices(study: Service) -> None:
         ],
     )
     assert before.exit_code == 1 and "no units" in before.output
+
+
+def timeline_json(service: Service, *args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "timeline",
+            EXP,
+            "--url",
+            service.url,
+            "--api-key",
+            service.api_key,
+            "--format",
+            "json",
+            *args,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return dict(orjson.loads(result.stdout))
+
+
+@pytest.mark.parametrize("window", ["1m", "1h", "1d"])
+def test_windows_partition_the_study_and_match_the_view(study: Service, window: str) -> None:
+    service = study
+    whole = {a["arm"]: a["units"] for a in report_json(service, EXP, "--ranks", "1")["arms"]}
+    doc = timeline_json(service, "--window", window)
+    assert doc["window_seconds"] == {"1m": 60, "1h": 3600, "1d": 86400}[window]
+    summed: dict[str, int] = {}
+    for w in doc["windows"]:
+        for arm in w["arms"]:
+            summed[arm["arm"]] = summed.get(arm["arm"], 0) + arm["units"]
+            assert arm["ctr_c1_ci_low"] <= arm["ctr_c1"] <= arm["ctr_c1_ci_high"]
+    assert summed == whole  # every unit in exactly one window
+
+    view = service.sql(
+        f"SELECT toString(window_start) AS ws, arm, units, ctr, ci_low, ci_high FROM experiment_ctr_windows("
+        f"experiment = '{EXP}', engine = 'google', subset = 'all', window_seconds = {doc['window_seconds']}, "
+        "since = '2000-01-01 00:00:00', until = '2100-01-01 00:00:00', burn_in_days = 4, seed = 0) "
+        "WHERE position = 1"
+    )
+    mine = {
+        (datetime.fromisoformat(w["window_start"]).strftime("%Y-%m-%d %H:%M:%S"), a["arm"]): a
+        for w in doc["windows"]
+        for a in w["arms"]
+    }
+    assert {(r["ws"], r["arm"]) for r in view} == set(mine)
+    for row in view:
+        got = mine[(row["ws"], row["arm"])]
+        assert row["units"] == got["units"]
+        assert (row["ctr"], row["ci_low"], row["ci_high"]) == pytest.approx(
+            (got["ctr_c1"], got["ctr_c1_ci_low"], got["ctr_c1_ci_high"]), abs=1e-6
+        )
+
+
+def test_timeline_refuses_a_bad_window(study: Service) -> None:
+    result = CliRunner().invoke(
+        app, ["report", "timeline", EXP, "--url", study.url, "--api-key", study.api_key, "--window", "15s"]
+    )
+    assert result.exit_code == 2 and "multiple of 10 seconds" in result.output

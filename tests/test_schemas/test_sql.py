@@ -59,9 +59,9 @@ def test_view_bootstrap_weights_match_the_python_reference() -> None:
 
     from streams.stats.bootstrap import MAX_WEIGHT, POISSON1_CDF
 
-    text = (
-        resources.files("schemas") / "clickhouse" / "migrations" / "0005_experiment_views.sql"
-    ).read_text()
-    for k, cdf in enumerate(POISSON1_CDF):
-        assert text.count(f"u01 < {cdf!r}, {k}") == 2  # once per view
-    assert f", {MAX_WEIGHT})" in text and "range(200)" in text
+    migrations = resources.files("schemas") / "clickhouse" / "migrations"
+    for name, views in (("0005_experiment_views.sql", 2), ("0006_experiment_windows.sql", 1)):
+        text = (migrations / name).read_text()
+        for k, cdf in enumerate(POISSON1_CDF):
+            assert text.count(f"u01 < {cdf!r}, {k}") == views  # once per view
+        assert f", {MAX_WEIGHT})" in text and "range(200)" in text
