@@ -19,6 +19,7 @@ import orjson
 from auditstream.settings import Settings
 from schemas.topics import ALERTS_SUFFIX, FAMILIES, Family
 from streams.sinks.clickhouse import ClickHouseSink
+from streams.stats.autocomplete_shocks import ShockRule
 from streams.storage import Store
 
 log = logging.getLogger(__name__)
@@ -94,10 +95,22 @@ def create_app(settings: Settings, store: Store) -> faust.App:
     async def publish_alert(alert: dict[str, Any]) -> None:
         await alerts_topic.send(key=alert["subject"].encode(), value=orjson.dumps(alert))
 
+    shock_rule = ShockRule(
+        baseline_window=settings.shock_baseline_window,
+        min_history=settings.shock_min_history,
+        drop=settings.shock_drop,
+        min_share=settings.shock_min_share,
+        min_roots=settings.shock_min_roots,
+    )
     sink = ClickHouseSink(
-        store, settings.dedup_horizon_days, publish_alert=publish_alert, estimators=settings.estimators
+        store,
+        settings.dedup_horizon_days,
+        publish_alert=publish_alert,
+        estimators=settings.estimators,
+        shock_rule=shock_rule,
     )
     app.timer(SRM_EVERY_S, name="srm_check")(sink.check_srm)
+    app.timer(SRM_EVERY_S, name="autocomplete_retry")(sink.autocomplete.retry_pending)
     for family in FAMILIES:
         topic = app.topic(
             family.topic(settings.topic_prefix),

@@ -19,8 +19,10 @@ import orjson
 from prometheus_client import Counter, Histogram
 
 from schemas.sql import quote
-from schemas.topics import EXTENSION, Family
+from schemas.topics import AUTOCOMPLETE, EXTENSION, Family
 from streams.detectors.srm import srm_alert
+from streams.processors.autocomplete_crawls import AutocompleteAnalytics
+from streams.stats.autocomplete_shocks import ShockRule
 from streams.storage import Store, StoreError, StoreUnavailable
 from streams.transforms import arrangement_stats, clicks_by_rank
 from streams.transforms.batch import DecodedBatch, decode_batch, install_days, slice_keys
@@ -61,6 +63,7 @@ class ClickHouseSink:
         max_backoff_s: float = 10.0,
         publish_alert: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
         estimators: bool = True,
+        shock_rule: ShockRule | None = None,
     ) -> None:
         self.store = store
         self.horizon_days = dedup_horizon_days
@@ -68,6 +71,7 @@ class ClickHouseSink:
         self.publish_alert = publish_alert
         self.srm_pending: set[str] = set()
         self.estimators = estimators
+        self.autocomplete = AutocompleteAnalytics(store, self._raise_once, shock_rule)
 
     async def write(self, family: Family, values: Sequence[bytes]) -> WriteResult:
         """Store a batch; retry with backoff until it is stored, whatever went wrong."""
@@ -133,6 +137,10 @@ class ClickHouseSink:
                 recomputes.append(self._install_stats(keys, install_days(batch.events)))
                 self.srm_pending.update(e["experiment_id"] for e in batch.events)
             await asyncio.gather(*recomputes)
+        if family is AUTOCOMPLETE:
+            completed = [e for e in batch.events if e.get("type") == "crawl_completed"]
+            if completed:
+                await self.autocomplete.crawls_completed(completed)
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
         SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)

@@ -1,0 +1,191 @@
+"""Completed autocomplete crawls -> network, churn, nmi and association rows, and shock alerts.
+
+Runs in the worker after a batch holding ``crawl_completed`` markers is stored, so the
+crawl's nodes (same partition key, sent before the marker) are already in ClickHouse.
+A marker whose nodes are not all there yet (a client that posts out of order) stays
+pending and is retried on the worker's timer. Every write replaces rows by key, so a
+replay recomputes the same numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from schemas.sql import quote
+from streams.stats.autocomplete import Node
+from streams.stats.autocomplete_shocks import Shock, ShockRule, evaluate_round
+from streams.storage import Store, StoreError, StoreUnavailable
+from streams.transforms.autocomplete_rows import (
+    CompletedCrawl,
+    association_rows,
+    churn_rows,
+    crawl_row,
+    edge_rows,
+)
+
+log = logging.getLogger(__name__)
+
+ALERT_NAMESPACE = uuid.UUID("0b7e4d6a-3c1f-4e8b-9a2d-5f6e7c8b9a01")
+CrawlKey = tuple[str, str, str]  # engine, root, crawl_id
+
+MARKER_SQL = """
+SELECT toString(received_at) AS completed_at, max_depth, trimming_rule, n_nodes, n_edges, n_failed
+FROM crawl_markers
+WHERE type = 'crawl_completed' AND engine = {engine} AND root = {root} AND crawl_id = {crawl_id}
+ORDER BY received_at LIMIT 1
+"""
+NODES_SQL = """
+SELECT query, parent, depth, arrayMap(s -> s.1, suggestions) AS ranks,
+       arrayMap(s -> s.2, suggestions) AS texts, status
+FROM autocomplete_nodes
+WHERE engine = {engine} AND root = {root} AND crawl_id = {crawl_id}
+ORDER BY depth, received_at, query
+"""
+PREVIOUS_SQL = """
+SELECT crawl_id FROM crawl_markers
+WHERE type = 'crawl_completed' AND engine = {engine} AND root = {root}
+  AND received_at < toDateTime64({completed_at}, 3, 'UTC')
+ORDER BY received_at DESC LIMIT 1
+"""
+ROUND_SQL = """
+SELECT root, crawl_id, nmi FROM autocomplete_crawls
+WHERE engine = {engine} AND root IN (SELECT root FROM autocomplete_crawls
+                                     WHERE engine = {engine} AND crawl_id = {crawl_id})
+ORDER BY root, completed_at
+"""
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def shock_alert(engine: str, shock: Shock, rule: ShockRule, now: datetime) -> dict[str, Any]:
+    """An ``alerts`` row; its id depends only on engine and round, so it is raised once."""
+    subject = f"{engine}/{shock.round_id}"
+    return {
+        "alert_id": str(uuid.uuid5(ALERT_NAMESPACE, f"autocomplete_shock:{subject}")),
+        "created_at": now.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+        "kind": "autocomplete_shock",
+        "severity": "warning",
+        "subject": subject,
+        "summary": (
+            f"autocomplete shock on {engine} in crawl round {shock.round_id}: "
+            f"{len(shock.roots_dropped)} of {shock.roots_evaluated} roots dropped "
+            f"at least {rule.drop} below their nmi baseline"
+        ),
+        "details": orjson.dumps(
+            {
+                "roots": list(shock.roots_dropped),
+                "share": shock.share,
+                "roots_evaluated": shock.roots_evaluated,
+                "rule": rule.__dict__,
+            }
+        ).decode(),
+    }
+
+
+class AutocompleteAnalytics:
+    def __init__(
+        self,
+        store: Store,
+        raise_alert: Callable[[dict[str, Any]], Awaitable[None]],
+        rule: ShockRule | None = None,
+    ) -> None:
+        self.store = store
+        self.raise_alert = raise_alert
+        self.rule = rule or ShockRule()
+        self.pending: set[CrawlKey] = set()
+
+    async def crawls_completed(self, markers: Iterable[Mapping[str, Any]]) -> None:
+        """Analyse the crawls these ``crawl_completed`` events finished (raises on store errors,
+        so the sink retries the batch)."""
+        keys = {(str(m["engine"]), str(m["root"]), str(m["crawl_id"])) for m in markers}
+        await self._analyse(keys)
+
+    async def retry_pending(self) -> None:
+        """Timer: crawls whose nodes were incomplete, and any that failed, are tried again."""
+        due, self.pending = set(self.pending), set()
+        if not due:
+            return
+        try:
+            await self._analyse(due)
+        except (StoreError, StoreUnavailable):
+            self.pending |= due
+            log.warning("autocomplete analytics failed; retrying on the next tick", exc_info=True)
+
+    async def _analyse(self, keys: set[CrawlKey]) -> None:
+        rounds: set[tuple[str, str]] = set()
+        for key in sorted(keys):
+            crawl = await self._load(*key)
+            if crawl is None or len(crawl.nodes) < crawl.n_nodes:
+                self.pending.add(key)  # nodes still on their way
+                continue
+            previous_id = await self._previous(crawl)
+            previous = await self._load(crawl.engine, crawl.root, previous_id) if previous_id else None
+            now = _now()
+            await self._insert("agg_autocomplete_edges", edge_rows(crawl, now))
+            await self._insert("agg_autocomplete_churn", churn_rows(crawl, previous, now))
+            await self._insert("agg_autocomplete_associations", association_rows(crawl, now))
+            await self._insert("agg_autocomplete_crawls", [crawl_row(crawl, previous, now)])
+            rounds.add((crawl.engine, crawl.crawl_id))
+        for engine, crawl_id in sorted(rounds):
+            await self._check_shock(engine, crawl_id)
+
+    async def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            await self.store.insert_json_rows(table, b"\n".join(orjson.dumps(r) for r in rows))
+
+    async def _load(self, engine: str, root: str, crawl_id: str) -> CompletedCrawl | None:
+        params = {"engine": quote(engine), "root": quote(root), "crawl_id": quote(crawl_id)}
+        marker = await self.store.query(MARKER_SQL.format(**params))
+        if not marker.rows:
+            return None
+        completed_at, max_depth, rule, n_nodes, n_edges, n_failed = marker.rows[0]
+        result = await self.store.query(NODES_SQL.format(**params))
+        nodes, blocked = [], 0
+        for query, parent, depth, ranks, texts, status in result.rows:
+            nodes.append(Node(query, int(depth), tuple(zip(map(int, ranks), texts, strict=True)), parent))
+            blocked += status == "blocked"
+        return CompletedCrawl(
+            engine,
+            root,
+            crawl_id,
+            str(completed_at),
+            int(max_depth),
+            str(rule),
+            int(n_nodes),
+            int(n_edges),
+            int(n_failed),
+            tuple(nodes),
+            blocked,
+        )
+
+    async def _previous(self, crawl: CompletedCrawl) -> str | None:
+        result = await self.store.query(
+            PREVIOUS_SQL.format(
+                engine=quote(crawl.engine), root=quote(crawl.root), completed_at=quote(crawl.completed_at)
+            )
+        )
+        return str(result.rows[0][0]) if result.rows else None
+
+    async def _check_shock(self, engine: str, crawl_id: str) -> None:
+        """Judge the round with the roots completed so far; the alert is raised once."""
+        result = await self.store.query(ROUND_SQL.format(engine=quote(engine), crawl_id=quote(crawl_id)))
+        history: dict[str, list[float]] = {}
+        current: dict[str, float] = {}
+        for root, cid, value in result.rows:
+            if value is None:
+                continue
+            if cid == crawl_id:
+                current[root] = float(value)
+            elif root not in current:  # only crawls before this round count as history
+                history.setdefault(root, []).append(float(value))
+        shock = evaluate_round(history, current, self.rule, round_id=crawl_id)
+        if shock is not None:
+            await self.raise_alert(shock_alert(engine, shock, self.rule, datetime.now(UTC)))
