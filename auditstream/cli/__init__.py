@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from auditstream.cli import data, experiment, keys, report, services, simulate, up
+from auditstream.cli import crawl, data, experiment, keys, parse, report, services, simulate, up
 
 app = typer.Typer(
     name="auditstream",
@@ -24,6 +24,8 @@ app.add_typer(keys.app, name="keys")
 app.add_typer(data.db_app, name="db")
 app.add_typer(data.schema_app, name="schema")
 app.add_typer(simulate.app, name="simulate")
+app.add_typer(crawl.app, name="crawl")
+app.add_typer(parse.app, name="parse")
 
 
 def main() -> None:

@@ -1,0 +1,44 @@
+"""``auditstream parse``: run a parser on a saved response, to check or debug it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from auditstream.cli.common import fail
+
+app = typer.Typer(help="Parse saved engine responses.", no_args_is_help=True)
+
+
+@app.command()
+def suggestions(
+    file: Annotated[Path, typer.Argument(help="Saved response body (- = stdin)")],
+    engine: Annotated[str, typer.Option(help="google or bing")] = "google",
+    format_: Annotated[
+        str | None,
+        typer.Option("--format", help="psy-ab or firefox (google), as or osjson (bing); default per engine"),
+    ] = None,
+    query: Annotated[
+        str | None, typer.Option(help="The query that was submitted (default: the one the engine echoed)")
+    ] = None,
+    http_status: Annotated[int, typer.Option(help="HTTP status the body came with")] = 200,
+) -> None:
+    """Print {query, suggestions: [{rank, text, self_loop, type}], status} as JSON."""
+    from collectors.autocomplete.engines import DEFAULT_FORMAT, FORMATS
+    from collectors.autocomplete.parsers import parse_response
+
+    if engine not in FORMATS:
+        raise fail(f"unknown engine {engine!r}; known: {', '.join(FORMATS)}", 2)
+    fmt = format_ or DEFAULT_FORMAT[engine]
+    if fmt not in FORMATS[engine]:
+        raise fail(f"{engine} has no format {fmt!r}; known: {', '.join(FORMATS[engine])}", 2)
+    try:
+        body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    except OSError as exc:
+        raise fail(f"cannot read {file}: {exc}", 2) from None
+    parsed = parse_response(fmt, body, http_status, query=query)
+    typer.echo(orjson.dumps(parsed.to_json(), option=orjson.OPT_INDENT_2).decode())

@@ -1,0 +1,16 @@
+"""Autocomplete crawls by recursive algorithm interrogation (RAI; DESIGN.md §2.3, §3.3).
+
+Breadth-first search from each root, submitting every suggestion as the next query,
+one ``autocomplete_node`` event per submitted node between ``crawl_started`` and
+``crawl_completed`` markers. Modules, from pure to I/O:
+
+- ``parsers``: response body -> suggestions, by format name (``PARSERS``); never raise.
+- ``bfs``: the frontier of one root's crawl; pure, deterministic, replayable.
+- ``engines``: the (engine, format, URL builder) table and endpoint overrides.
+- ``politeness``: rate limiter with jitter, exponential backoff, circuit breaker.
+- ``fetch``: aiohttp session and the polite per-engine client.
+- ``archive``: content-addressed raw responses (``raw_ref``), for later re-parsing.
+- ``state``: per-crawl parameters and append-only journal (resume).
+- ``events`` and ``sinks``: schema-validated events, to ingest or a JSON Lines file.
+- ``crawler``: one round; ``schedule``: rounds at UTC times; ``reparse``: rebuild events.
+"""

@@ -1,0 +1,165 @@
+"""Polite fetching of suggestions with aiohttp, in one context-managed session.
+
+``EngineClient.fetch`` waits for the engine's circuit breaker and rate limiter, sends
+the request within the engine's concurrency limit, retries 429, 5xx, timeouts and
+connection errors with exponential backoff, and parses the final answer (parsing is
+needed here: a CAPTCHA page with status 200 is a block the breaker must count).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import aiohttp
+
+from collectors.autocomplete.engines import EngineAdapter
+from collectors.autocomplete.parsers import ParsedResponse, parse_response
+from collectors.autocomplete.politeness import Backoff, CircuitBreaker, Politeness, RateLimiter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RawResponse:
+    """One HTTP exchange; ``http_status`` is 0 when no answer came (``error`` says why)."""
+
+    url: str
+    http_status: int
+    body: bytes
+    fetched_at: datetime
+    content_type: str = ""
+    charset: str | None = None
+    error: str = ""
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class Fetched:
+    raw: RawResponse
+    parsed: ParsedResponse
+    attempts: int
+
+
+def _retryable(status: int) -> bool:
+    return status in (0, 429) or status >= 500
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> bytes:
+    """The body, cut at ``cap`` bytes (a suggestion answer is a few kB; anything huge is wrong)."""
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(64 * 1024):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= cap:
+            break
+    return b"".join(chunks)[:cap]
+
+
+class EngineClient:
+    """Everything polite about one engine: its limiter, breaker and semaphore."""
+
+    def __init__(
+        self,
+        adapter: EngineAdapter,
+        session: aiohttp.ClientSession,
+        politeness: Politeness,
+        *,
+        rng: random.Random,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.politeness = politeness
+        self._session = session
+        self.limiter = RateLimiter(politeness.rate, politeness.jitter, rng=rng)
+        self.backoff = Backoff(politeness.backoff_base, politeness.backoff_max, rng=rng)
+        self.breaker = CircuitBreaker(
+            adapter.engine,
+            politeness.breaker_threshold,
+            politeness.breaker_cooldown_s,
+            politeness.breaker_max_cooldown_s,
+            on_change=notify,
+        )
+        self._slots = asyncio.Semaphore(max(politeness.concurrency, 1))
+        self.requests = 0
+
+    async def fetch(self, query: str) -> Fetched:
+        url = self.adapter.url(query)
+        attempt = 0
+        while True:
+            await self._clear_to_send()
+            async with self._slots:
+                raw = await self._get(url)
+            if raw.http_status == 0:
+                parsed = ParsedResponse(query, (), "error", raw.error)
+            else:
+                parsed = parse_response(
+                    self.adapter.format, raw.body, raw.http_status, query=query, charset=raw.charset
+                )
+            self.breaker.record(parsed.status)
+            if not _retryable(raw.http_status) or attempt >= self.politeness.max_retries:
+                return Fetched(raw, parsed, attempt + 1)
+            delay = self.backoff.delay(attempt, raw.retry_after)
+            log.info(
+                "%s answered %s for %r; retry %d in %.2fs",
+                self.adapter.engine,
+                raw.http_status or raw.error,
+                query,
+                attempt + 1,
+                delay,
+            )
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    async def _clear_to_send(self) -> None:
+        """Wait for the breaker and a rate slot; the breaker may have opened meanwhile."""
+        while True:
+            await self.breaker.wait()
+            await self.limiter.wait()
+            if self.breaker.remaining() == 0:
+                return
+
+    async def _get(self, url: str) -> RawResponse:
+        self.requests += 1
+        try:
+            async with self._session.get(url, headers={"Accept-Language": self.adapter.lang}) as resp:
+                body = await _read_capped(resp, self.politeness.max_body_bytes)
+                return RawResponse(
+                    url,
+                    resp.status,
+                    body,
+                    datetime.now(UTC),
+                    resp.content_type,
+                    resp.charset,
+                    retry_after=_retry_after(resp.headers.get("Retry-After")),
+                )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            error = "timeout" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+            return RawResponse(url, 0, b"", datetime.now(UTC), error=error[:200])
+
+
+@contextlib.asynccontextmanager
+async def open_clients(
+    adapters: Sequence[EngineAdapter],
+    politeness: Politeness,
+    *,
+    notify: Callable[[str], None] | None = None,
+) -> AsyncIterator[dict[str, EngineClient]]:
+    """One session for all engines, one polite client per engine; closed on exit."""
+    rng = random.Random(politeness.seed)
+    timeout = aiohttp.ClientTimeout(total=politeness.timeout_s)
+    headers = {"User-Agent": politeness.user_agent}
+    async with aiohttp.ClientSession(timeout=timeout, headers=headers) as session:
+        yield {a.engine: EngineClient(a, session, politeness, rng=rng, notify=notify) for a in adapters}
