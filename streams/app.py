@@ -108,9 +108,11 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         publish_alert=publish_alert,
         estimators=settings.estimators,
         shock_rule=shock_rule,
+        round_wait_s=settings.personalization_round_wait_s,
     )
     app.timer(SRM_EVERY_S, name="srm_check")(sink.check_srm)
     app.timer(SRM_EVERY_S, name="autocomplete_retry")(sink.autocomplete.retry_pending)
+    app.timer(1.0, name="personalization_rounds")(sink.personalization.expire_waiting)
     for family in FAMILIES:
         topic = app.topic(
             family.topic(settings.topic_prefix),

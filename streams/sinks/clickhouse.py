@@ -19,9 +19,10 @@ import orjson
 from prometheus_client import Counter, Histogram
 
 from schemas.sql import quote
-from schemas.topics import AUTOCOMPLETE, EXTENSION, Family
+from schemas.topics import AUTOCOMPLETE, EXTENSION, SERP, Family
 from streams.detectors.srm import srm_alert
 from streams.processors.autocomplete_crawls import AutocompleteAnalytics
+from streams.processors.personalization_rounds import PersonalizationRounds
 from streams.stats.autocomplete_shocks import ShockRule
 from streams.storage import Store, StoreError, StoreUnavailable
 from streams.transforms import arrangement_stats, clicks_by_rank
@@ -64,6 +65,7 @@ class ClickHouseSink:
         publish_alert: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
         estimators: bool = True,
         shock_rule: ShockRule | None = None,
+        round_wait_s: float = 600.0,
     ) -> None:
         self.store = store
         self.horizon_days = dedup_horizon_days
@@ -72,6 +74,7 @@ class ClickHouseSink:
         self.srm_pending: set[str] = set()
         self.estimators = estimators
         self.autocomplete = AutocompleteAnalytics(store, self._raise_once, shock_rule)
+        self.personalization = PersonalizationRounds(store, round_wait_s)
 
     async def write(self, family: Family, values: Sequence[bytes]) -> WriteResult:
         """Store a batch; retry with backoff until it is stored, whatever went wrong."""
@@ -141,6 +144,8 @@ class ClickHouseSink:
             completed = [e for e in batch.events if e.get("type") == "crawl_completed"]
             if completed:
                 await self.autocomplete.crawls_completed(completed)
+        if family is SERP and batch.events:
+            await self.personalization.snapshots_stored(batch.events)
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
         SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)

@@ -34,3 +34,50 @@ def test_jaccard_is_symmetric_and_a_share(a: frozenset[int], b: frozenset[int]) 
 @given(small_sets)
 def test_a_set_is_identical_to_itself(a: frozenset[int]) -> None:
     assert jaccard(a, a) == 1.0
+
+
+# --- Damerau-Levenshtein and changed-at-rank -------------------------------------------
+
+from streams.stats.similarity import changed_at_rank, damerau_levenshtein  # noqa: E402
+
+lists = st.lists(st.sampled_from("abcdef"), max_size=7)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        (["a", "b", "c"], ["c", "b"], 2),  # Hannak et al.: delete a, swap b and c
+        ([], [], 0),
+        (["a"], [], 1),
+        (["a", "b"], ["b", "a"], 1),  # one transposition
+        (["a", "b", "c"], ["a", "b", "c"], 0),
+        (["a", "b", "c"], ["x", "y", "z"], 3),  # three substitutions
+        (list("ca"), list("abc"), 2),  # unrestricted DL: "ca" -> "ac" -> "abc" (OSA says 3)
+        (list("abcdef"), list("badcfe"), 3),  # three adjacent swaps
+    ],
+)
+def test_damerau_levenshtein_table(a: list[str], b: list[str], expected: int) -> None:
+    assert damerau_levenshtein(a, b) == expected
+
+
+@given(lists, lists)
+def test_damerau_levenshtein_symmetry_and_bounds(a: list[str], b: list[str]) -> None:
+    d = damerau_levenshtein(a, b)
+    assert d == damerau_levenshtein(b, a)
+    assert abs(len(a) - len(b)) <= d <= max(len(a), len(b))
+    assert (d == 0) == (a == b)
+
+
+@given(lists)
+def test_damerau_levenshtein_identity(a: list[str]) -> None:
+    assert damerau_levenshtein(a, a) == 0
+
+
+@given(lists, lists, lists)
+def test_damerau_levenshtein_triangle_inequality(a: list[str], b: list[str], c: list[str]) -> None:
+    assert damerau_levenshtein(a, c) <= damerau_levenshtein(a, b) + damerau_levenshtein(b, c)
+
+
+def test_changed_at_rank() -> None:
+    assert changed_at_rank(["a", "b", "c"], ["a", "c", "b"], ranks=4) == [False, True, True, False]
+    assert changed_at_rank(["a"], ["a", "b"], ranks=3) == [False, True, False]

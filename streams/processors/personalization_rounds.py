@@ -1,0 +1,154 @@
+"""SERP snapshots -> per-round comparisons against the control and the noise floor.
+
+Each time snapshots of a round arrive, the whole round is recomputed from the stored
+snapshots, so late arrivals update it and a replay rewrites the same rows. Only
+snapshots received within ``wait_s`` of the round's first one take part: the result
+depends on the events, not on when the worker happened to run. A round still missing
+profiles is 'waiting' until its wait ends, then 'incomplete' (recorded, not dropped);
+the worker's timer re-evaluates waiting rounds after their deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from schemas.sql import quote
+from streams.stats.personalization import RANKS, Snapshot, compare_round, skew_ms
+from streams.storage import Store, StoreError, StoreUnavailable
+
+log = logging.getLogger(__name__)
+
+RoundKey = tuple[str, str, str]  # study_id, round_id, query
+
+SNAPSHOTS_SQL = """
+SELECT study_id, round_id, query, query_category, engine, profile_id, role, treatment, status,
+       arrayMap(r -> r.3, arrayFilter(r -> r.2 = 'organic', arraySort(r -> r.1, results))) AS urls,
+       toString(sent_at) AS sent, toUnixTimestamp64Milli(received_at) AS received_ms
+FROM serp_snapshots
+WHERE (study_id, round_id, query) IN ({keys})
+ORDER BY study_id, round_id, query, received_at, profile_id
+"""
+PROFILES_SQL = """
+SELECT study_id, uniqExact(profile_id) FROM serp_snapshots WHERE study_id IN ({studies}) GROUP BY study_id
+"""
+
+
+def _ms_text(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+class PersonalizationRounds:
+    def __init__(self, store: Store, wait_s: float = 600.0) -> None:
+        self.store = store
+        self.wait_s = wait_s
+        self.waiting: dict[RoundKey, float] = {}  # key -> monotonic deadline
+
+    async def snapshots_stored(self, events: Iterable[Mapping[str, Any]]) -> None:
+        """Recompute the rounds these snapshots belong to (raises on store errors, so the
+        sink retries the batch)."""
+        keys = {(str(e["study_id"]), str(e["round_id"]), str(e["query"])) for e in events}
+        if keys:
+            await self._recompute(keys)
+
+    async def expire_waiting(self) -> None:
+        """Timer: rounds whose wait ended are settled as complete or incomplete."""
+        now = time.monotonic()
+        due = {k for k, deadline in self.waiting.items() if deadline <= now}
+        if not due:
+            return
+        try:
+            await self._recompute(due)
+        except (StoreError, StoreUnavailable):
+            log.warning("settling personalization rounds failed; retrying on the next tick", exc_info=True)
+
+    async def _recompute(self, keys: set[RoundKey]) -> None:
+        listed = ", ".join(f"({quote(s)}, {quote(r)}, {quote(q)})" for s, r, q in sorted(keys))
+        result = await self.store.query(SNAPSHOTS_SQL.format(keys=listed))
+        by_round: dict[RoundKey, list[list[Any]]] = defaultdict(list)
+        for row in result.rows:
+            by_round[(row[0], row[1], row[2])].append(row)
+        studies = ", ".join(quote(s) for s in sorted({k[0] for k in by_round}))
+        expected = (
+            dict((await self.store.query(PROFILES_SQL.format(studies=studies))).rows) if studies else {}
+        )
+        now_iso = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        pairs, rounds = [], []
+        for key, rows in by_round.items():
+            pair_rows, round_row = self._round(key, rows, int(expected.get(key[0], 0)), now_iso)
+            pairs += pair_rows
+            rounds.append(round_row)
+        if pairs:
+            await self.store.insert_json_rows(
+                "agg_personalization_pairs", b"\n".join(orjson.dumps(p) for p in pairs)
+            )
+        if rounds:
+            await self.store.insert_json_rows(
+                "agg_personalization_rounds", b"\n".join(orjson.dumps(r) for r in rounds)
+            )
+
+    def _round(
+        self, key: RoundKey, rows: list[list[Any]], expected: int, now_iso: str
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        first_ms = min(int(r[11]) for r in rows)
+        cutoff_ms = first_ms + self.wait_s * 1000
+        in_time = [r for r in rows if int(r[11]) <= cutoff_ms]
+        snapshots = [Snapshot(r[5], r[6], r[7], r[8], tuple(r[9]), _parse_time(r[10])) for r in in_time]
+        study, round_id, query = key
+        category, engine = rows[0][3], rows[0][4]
+        started = min(s.sent_at for s in snapshots)
+        started_text = started.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        received = len({s.profile_id for s in snapshots})
+        if received >= expected:
+            state = "complete"
+            self.waiting.pop(key, None)
+        elif time.time() * 1000 < cutoff_ms:
+            state = "waiting"
+            self.waiting[key] = time.monotonic() + (cutoff_ms - time.time() * 1000) / 1000 + 0.5
+        else:
+            state = "incomplete"
+            self.waiting.pop(key, None)
+        common = {
+            "study_id": study,
+            "round_id": round_id,
+            "query": query,
+            "query_category": category,
+            "engine": engine,
+            "round_started_at": started_text,
+            "computed_at": now_iso,
+        }
+        pairs = [
+            {
+                **common,
+                "kind": c.kind,
+                "treatment": c.treatment,
+                "profile_a": c.profile_a,
+                "profile_b": c.profile_b,
+                "jaccard": c.jaccard,
+                "edit_distance": c.edit_distance,
+                "changed": [int(x) for x in c.changed],
+                "rank1_moved": int(c.rank1_moved),
+            }
+            for c in compare_round(snapshots, RANKS)
+        ]
+        round_row = {
+            **common,
+            "first_received_at": _ms_text(first_ms),
+            "skew_ms": skew_ms(snapshots),
+            "profiles_expected": expected,
+            "profiles_received": received,
+            "profiles_failed": sum(s.status != "ok" for s in snapshots),
+            "late": len(rows) - len(in_time),
+            "state": state,
+        }
+        return pairs, round_row

@@ -1,0 +1,148 @@
+"""Personalization comparisons in ClickHouse equal the pure functions on the posted snapshots;
+rounds missing a profile are recorded as incomplete, late snapshots are counted, skew is kept."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from streams.stats.personalization import Snapshot, compare_round
+from tests.helpers import Service, wait_for
+
+pytestmark = pytest.mark.integration
+STUDY = "pers-e2e"
+PROFILES = (
+    ("ctl", "control", ""),
+    ("twin", "control_twin", ""),
+    ("t-in", "treatment", "logged_in"),
+    ("t-bos", "treatment", "location=Boston"),
+)
+
+
+def snapshot(
+    round_no: int,
+    query: str,
+    profile: tuple[str, str, str],
+    urls: list[str],
+    start: datetime,
+    status: str = "ok",
+) -> dict[str, Any]:
+    profile_id, role, treatment = profile
+    results = [{"rank": 1, "type": "ad", "url": "https://ads.example/x"}]
+    results += [{"rank": i + 2, "type": "organic", "url": u} for i, u in enumerate(urls)]
+    return {
+        "type": "serp_snapshot",
+        "schema_version": 1,
+        "event_id": str(uuid.uuid4()),
+        "sent_at": start.isoformat(timespec="milliseconds"),
+        "study_id": STUDY,
+        "round_id": f"{STUDY}-r{round_no:04d}",
+        "profile_id": profile_id,
+        "role": role,
+        "treatment": treatment,
+        "engine": "google",
+        "query": query,
+        "query_category": "politics",
+        "results": results,
+        "result_estimate": 1000,
+        "status": status,
+        "raw_ref": "",
+    }
+
+
+def page(rng: random.Random, base: list[str], p: float, tag: str) -> list[str]:
+    return [f"https://{tag}.example/{rng.random()}" if rng.random() < p else u for u in base]
+
+
+def test_rounds_compare_exactly_and_record_incomplete_and_late(service: Service) -> None:
+    rng = random.Random(3)
+    start = datetime.now(UTC)
+    posted: dict[str, list[Snapshot]] = {}
+    events = []
+    for r in range(12):
+        query = f"query {r % 3}"
+        base = [f"https://site{i}.example/{query}" for i in range(10)]
+        for k, profile in enumerate(PROFILES):
+            if r == 11 and profile[0] == "t-bos":
+                continue  # round 11 misses a profile: incomplete after the wait
+            urls = page(rng, base, 0.1, "noise")
+            if profile[2] == "logged_in":
+                urls = page(rng, urls, 0.3, "personal")
+            status = "captcha" if (r == 7 and profile[0] == "t-in") else "ok"
+            sent = start + timedelta(seconds=r, milliseconds=7 * k)
+            events.append(snapshot(r, query, profile, urls, sent, status))
+            posted.setdefault(f"{STUDY}-r{r:04d}", []).append(
+                Snapshot(profile[0], profile[1], profile[2], status, tuple(urls), sent)
+            )
+    assert service.post(events).status == 202
+
+    def rounds() -> dict[str, dict[str, Any]]:
+        rows = service.sql(f"SELECT * FROM personalization_rounds WHERE study_id = '{STUDY}'")
+        return {r["round_id"]: r for r in rows}
+
+    settled = wait_for(
+        lambda: (
+            (got := rounds())
+            and len(got) == 12
+            and all(r["state"] != "waiting" for r in got.values())
+            and got
+        ),
+        60,
+        "rounds settled",
+    )
+    assert settled[f"{STUDY}-r0011"]["state"] == "incomplete"
+    assert settled[f"{STUDY}-r0011"]["profiles_received"] == 3
+    assert {r["state"] for k, r in settled.items() if k != f"{STUDY}-r0011"} == {"complete"}
+    assert settled[f"{STUDY}-r0007"]["profiles_failed"] == 1
+    assert settled[f"{STUDY}-r0003"]["skew_ms"] == pytest.approx(21.0)  # 3 x 7 ms apart
+
+    pairs = service.sql(
+        "SELECT round_id, kind, treatment, profile_b, jaccard, edit_distance, changed, rank1_moved "
+        f"FROM personalization_pairs WHERE study_id = '{STUDY}'"
+    )
+    stored = {(p["round_id"], p["profile_b"]): p for p in pairs}
+    expected = {(rid, c.profile_b): c for rid, snaps in posted.items() for c in compare_round(snaps)}
+    assert set(stored) == set(expected)  # no pair with the CAPTCHA page
+    for key, c in expected.items():
+        got = stored[key]
+        assert (got["kind"], got["treatment"], got["edit_distance"], got["rank1_moved"]) == (
+            c.kind,
+            c.treatment,
+            c.edit_distance,
+            int(c.rank1_moved),
+        )
+        assert got["jaccard"] == pytest.approx(c.jaccard)
+        assert got["changed"] == [int(x) for x in c.changed]
+
+    by_rank = service.sql(f"SELECT * FROM personalization_by_rank WHERE study_id = '{STUDY}' AND rank = 1")
+    treatments = {r["treatment"]: r for r in by_rank}
+    noise = [c for c in expected.values() if c.kind == "noise"]
+    logged = [c for c in expected.values() if c.treatment == "logged_in"]
+    assert treatments["logged_in"]["changed_noise"] == pytest.approx(
+        sum(c.changed[0] for c in noise) / len(noise)
+    )
+    assert treatments["logged_in"]["changed_treatment"] == pytest.approx(
+        sum(c.changed[0] for c in logged) / len(logged)
+    )
+
+    # A snapshot arriving after the wait is kept in raw, counted as late, and changes nothing.
+    late = snapshot(0, "query 0", PROFILES[3], ["https://late.example/"] * 10, start)  # a resend, too late
+    assert service.post([late]).status == 202
+    wait_for(lambda: rounds()[f"{STUDY}-r0000"]["late"] == 1, 30, "the late snapshot counted")
+    assert rounds()[f"{STUDY}-r0000"]["state"] == "complete"
+    again = service.sql(
+        "SELECT profile_b, jaccard FROM personalization_pairs "
+        f"WHERE round_id = '{STUDY}-r0000' AND profile_b = 't-bos'"
+    )
+    assert again[0]["jaccard"] == pytest.approx(expected[(f"{STUDY}-r0000", "t-bos")].jaccard)
+
+
+def test_summary_views_run(service: Service) -> None:
+    """The per-treatment, per-query and day-to-day views answer (one day of data: no day pairs)."""
+    for view in ("personalization_by_treatment", "personalization_by_query"):
+        service.sql(f"SELECT * FROM {view} LIMIT 5")
+    assert service.scalar(f"SELECT count() FROM personalization_consistency WHERE study_id = '{STUDY}'") == 0
