@@ -315,6 +315,51 @@ def autocomplete(
     )
 
 
+@app.command()
+def personalization(
+    study: Annotated[str, typer.Option(help="The study id")],
+    top: Annotated[int, typer.Option(help="Queries in the most/least personalized lists")] = 5,
+    section: Annotated[
+        str,
+        typer.Option(
+            help="With --format csv: by_treatment, by_rank, most_personalized, least_personalized or rounds"
+        ),
+    ] = "by_treatment",
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+    format: Format = "table",
+) -> None:
+    """Jaccard and edit distance per treatment with the noise bars, % changed per rank vs noise,
+    most/least personalized queries, and round completeness with lock-step skew."""
+    from streams.reports.personalization import sections
+
+    statements = sections(study, top)
+    if format == "csv":
+        if section not in statements:
+            raise fail(f"--section must be one of {sorted(statements)}", 2)
+        print_result(run_sql(url, api_key, statements[section]), "csv")
+        return
+    results = {name: run_sql(url, api_key, sql) for name, sql in statements.items()}
+    if not results["by_treatment"]["rows"]:
+        raise fail(f"no compared rounds for study {study!r}", 1)
+    if format == "json":
+        doc = {
+            name: [dict(zip(r["columns"], row, strict=True)) for row in r["rows"]]
+            for name, r in results.items()
+        }
+        sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+        return
+    titles = {
+        "by_treatment": "per treatment value, against the control (noise = control vs its twin)",
+        "by_rank": "share of results changed per rank: treatment vs noise floor",
+        "most_personalized": "most personalized queries",
+        "least_personalized": "least personalized queries",
+        "rounds": "rounds: completeness and lock-step skew",
+    }
+    for name, result in results.items():
+        print_result(result, "table", title=titles[name])
+
+
 def _print_churn_grid(result: dict[str, Any]) -> None:
     """Mean churn as a depth x rank grid per engine, as in the paper's heatmap."""
     cols = result["columns"]

@@ -8,8 +8,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 import pytest
+from typer.testing import CliRunner
 
+from auditstream.cli import app
 from streams.stats.personalization import Snapshot, compare_round
 from tests.helpers import Service, wait_for
 
@@ -146,3 +149,16 @@ def test_summary_views_run(service: Service) -> None:
     for view in ("personalization_by_treatment", "personalization_by_query"):
         service.sql(f"SELECT * FROM {view} LIMIT 5")
     assert service.scalar(f"SELECT count() FROM personalization_consistency WHERE study_id = '{STUDY}'") == 0
+
+
+def test_report_personalization(service: Service) -> None:
+    args = ["report", "personalization", "--study", STUDY, "--url", service.url, "--api-key", service.api_key]
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout)
+    assert {t["treatment"] for t in doc["by_treatment"]} == {"logged_in", "location=Boston"}
+    assert doc["rounds"][0]["rounds"] == 12 and doc["rounds"][0]["incomplete"] == 1
+    assert doc["rounds"][0]["skew_ms_max"] == pytest.approx(21.0)
+    assert len(doc["by_rank"]) == 2 * 10
+    table = CliRunner().invoke(app, args, terminal_width=200)
+    assert table.exit_code == 0 and "most personalized queries" in table.output

@@ -1,0 +1,41 @@
+"""The personalization report: the paper's figures as tables, from the analyst views."""
+
+from __future__ import annotations
+
+from schemas.sql import quote
+
+QUERY_COLUMNS = "query, query_category, treatment, pairs, round(personalization, 4) AS personalization"
+
+
+def sections(study: str, top: int = 5) -> dict[str, str]:
+    """SQL per report section, for one study."""
+    where = f"WHERE study_id = {quote(study)}"
+    return {
+        "by_treatment": (
+            "SELECT treatment, pairs, round(jaccard, 3) AS jaccard, "
+            "round(jaccard_noise, 3) AS jaccard_noise, round(edit_distance, 2) AS edit_distance, "
+            "round(edit_distance_noise, 2) AS edit_distance_noise, round(changed, 4) AS changed, "
+            "round(changed_noise, 4) AS changed_noise, round(personalization, 4) AS personalization "
+            f"FROM personalization_by_treatment {where} ORDER BY treatment"
+        ),
+        "by_rank": (
+            "SELECT treatment, rank, round(changed_treatment, 4) AS changed, "
+            "round(changed_noise, 4) AS noise, round(personalization, 4) AS personalization "
+            f"FROM personalization_by_rank {where} ORDER BY treatment, rank"
+        ),
+        "most_personalized": (
+            f"SELECT {QUERY_COLUMNS} FROM personalization_by_query {where} "
+            f"ORDER BY personalization DESC LIMIT {int(top)}"
+        ),
+        "least_personalized": (
+            f"SELECT {QUERY_COLUMNS} FROM personalization_by_query {where} "
+            f"ORDER BY personalization ASC LIMIT {int(top)}"
+        ),
+        "rounds": (
+            "SELECT count() AS rounds, countIf(state = 'complete') AS complete, "
+            "countIf(state = 'incomplete') AS incomplete, countIf(state = 'waiting') AS waiting, "
+            "sum(late) AS late_snapshots, sum(profiles_failed) AS failed_fetches, "
+            "round(median(skew_ms), 1) AS skew_ms_median, round(max(skew_ms), 1) AS skew_ms_max "
+            f"FROM personalization_rounds {where}"
+        ),
+    }
