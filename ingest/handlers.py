@@ -35,7 +35,7 @@ def authorize(request: web.Request, scope: str) -> ApiKey:
     secret = header[7:].strip() if header[:7].lower() == "bearer " else ""
     key = request.app[KEYS].lookup(secret) if secret else None
     if key is None:
-        metrics.rejected.labels("unauthorized").inc()
+        metrics.rejected.labels("unauthorized", "unknown").inc()
         raise problem(
             401,
             "unauthorized",
@@ -43,11 +43,11 @@ def authorize(request: web.Request, scope: str) -> ApiKey:
             {"WWW-Authenticate": "Bearer"},
         )
     if scope not in key.scopes:
-        metrics.rejected.labels("forbidden").inc()
+        metrics.rejected.labels("forbidden", key.name).inc()
         raise problem(403, "forbidden", f"this key lacks the '{scope}' scope")
     wait = request.app[LIMITER].check(key.id)
     if wait > 0:
-        metrics.rejected.labels("rate_limited").inc()
+        metrics.rejected.labels("rate_limited", key.name).inc()
         raise problem(
             429,
             "rate_limited",
@@ -76,7 +76,7 @@ async def read_json(request: web.Request) -> Any:
 async def post_events(request: web.Request) -> web.Response:
     app = request.app
     config, metrics = app[CONFIG], app[METRICS]
-    authorize(request, "ingest")
+    key = authorize(request, "ingest")
     doc = await read_json(request)
     items = doc if isinstance(doc, list) else [doc]
     if not items:
@@ -85,7 +85,7 @@ async def post_events(request: web.Request) -> web.Response:
         raise problem(413, "too_many_events", f"at most {config.max_events_per_request} events per request")
     accepted, rejected = validate_batch(items)
     for r in rejected:
-        metrics.rejected.labels(r.reason).inc()
+        metrics.rejected.labels(r.reason, key.name).inc()
     if accepted:
         received_at = format_received_at(datetime.now(UTC))
         valid = [items[i] for i in accepted_indices(len(items), rejected)]
@@ -96,7 +96,7 @@ async def post_events(request: web.Request) -> web.Response:
         try:
             seconds = await app[PRODUCER].send_all(records)
         except BrokerUnavailable:
-            metrics.rejected.labels("broker_unavailable").inc(len(accepted))
+            metrics.rejected.labels("broker_unavailable", key.name).inc(len(accepted))
             raise problem(
                 503,
                 "broker_unavailable",
@@ -105,7 +105,7 @@ async def post_events(request: web.Request) -> web.Response:
             ) from None
         metrics.produce_latency.observe(seconds)
         for event_type, n in Counter(item["type"] for item in valid).items():
-            metrics.accepted.labels(event_type).inc(n)
+            metrics.accepted.labels(event_type, key.name).inc(n)
     answer = {"accepted": len(accepted), "rejected": [r.to_json() for r in rejected]}
     return json_response(answer, status=202 if accepted else 422)
 

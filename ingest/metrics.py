@@ -24,14 +24,15 @@ class IngestMetrics:
             registry=reg,
             accepted=Counter(
                 "auditstream_ingest_events_accepted",
-                "Events acknowledged by Kafka",
-                ["type"],
+                "Events acknowledged by Kafka, by event type and source (the API key's name)",
+                ["type", "source"],
                 registry=reg,
             ),
             rejected=Counter(
                 "auditstream_ingest_events_rejected",
-                "Events or requests refused, by reason",
-                ["reason"],
+                "Events or requests refused, by reason and source (the API key's name; "
+                "'unknown' before a key is recognised)",
+                ["reason", "source"],
                 registry=reg,
             ),
             requests=Counter(

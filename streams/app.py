@@ -18,6 +18,7 @@ import orjson
 
 from auditstream.settings import Settings
 from schemas.topics import ALERTS_SUFFIX, FAMILIES, Family
+from streams.metrics import set_lag
 from streams.sinks.clickhouse import ClickHouseSink
 from streams.stats.autocomplete_shocks import ShockRule
 from streams.storage import Store
@@ -113,6 +114,20 @@ def create_app(settings: Settings, store: Store) -> faust.App:
     app.timer(SRM_EVERY_S, name="srm_check")(sink.check_srm)
     app.timer(SRM_EVERY_S, name="autocomplete_retry")(sink.autocomplete.retry_pending)
     app.timer(1.0, name="personalization_rounds")(sink.personalization.expire_waiting)
+
+    @app.timer(SRM_EVERY_S, name="consumer_lag")
+    async def measure_lag() -> None:
+        """Lag per assigned partition from the fetch responses' high watermark (no extra
+        requests: tansu's ListOffsets is unreliable) and faust's committed offset."""
+        consumer = app.consumer
+        lag = {}
+        for tp in consumer.assignment():
+            highwater = consumer.highwater(tp)
+            committed = getattr(consumer, "_committed_offset", {}).get(tp)  # faust has no public accessor
+            if highwater is not None:
+                lag[(tp.topic, tp.partition)] = max(0, highwater - (committed or 0))
+        set_lag(lag)
+
     for family in FAMILIES:
         topic = app.topic(
             family.topic(settings.topic_prefix),

@@ -21,6 +21,7 @@ from prometheus_client import Counter, Histogram
 from schemas.sql import quote
 from schemas.topics import AUTOCOMPLETE, EXTENSION, SERP, Family
 from streams.detectors.srm import srm_alert
+from streams.metrics import count_stored
 from streams.processors.autocomplete_crawls import AutocompleteAnalytics
 from streams.processors.personalization_rounds import PersonalizationRounds
 from streams.stats.autocomplete_shocks import ShockRule
@@ -132,6 +133,7 @@ class ClickHouseSink:
                 dead += await self._insert_one_by_one(family, fresh)
         if dead:
             await self._dead_letter(family, dead)
+        count_stored(family.name, (e for e in batch.events if e["event_id"] not in existing))
         if family is EXTENSION and batch.events:
             keys = slice_keys(batch.events, clicks_by_rank.SLICE_S)
             # Independent recomputes run side by side; chDB and ClickHouse run both at once.

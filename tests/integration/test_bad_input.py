@@ -138,4 +138,9 @@ def test_bad_input_table(lone_ingest: tuple[Service, TansuBroker]) -> None:
     blob = orjson.dumps(messages).decode() + (svc.data_dir / "ingest.log").read_text()
     assert SECRET_URL not in blob and SECRET_QUERY not in blob
     metrics = http("GET", svc.url + "/metrics").body
-    assert 'auditstream_ingest_events_rejected_total{reason="forbidden_field"} 3.0' in metrics
+    forbidden = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith('auditstream_ingest_events_rejected_total{reason="forbidden_field",source=')
+    ]
+    assert len(forbidden) == 1 and forbidden[0].endswith(" 3.0"), forbidden
