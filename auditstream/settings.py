@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     shock_drop: float = Field(0.1, gt=0, le=1, description="nmi drop below the root's baseline that counts.")
     shock_min_share: float = Field(0.5, gt=0, le=1, description="Share of judged roots that must drop.")
     shock_min_roots: int = Field(3, ge=1, description="Roots that must be judged in a round.")
+    identification_check_s: float = Field(
+        30.0, gt=0, description="How often the identification-failure detector looks (seconds)."
+    )
+    alert_webhook_url: str = Field("", description="POST every new alert here as JSON (Slack-compatible).")
     personalization_round_wait_s: float = Field(
         600.0, gt=0, description="How long a SERP round waits for its late snapshots (seconds)."
     )

@@ -71,6 +71,26 @@ async def _write_batches(
             await stream.ack(event)
 
 
+def guarded(check: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], Coroutine[Any, Any, None]]:
+    """A periodic check that logs its failures instead of crashing the worker.
+
+    faust stops the whole app when a timer raises; a detector that fails once should
+    only miss a tick, while the agents keep storing events. The wrapper also takes no
+    arguments, so faust does not pass the app in.
+    """
+
+    async def tick() -> None:
+        try:
+            await check()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("periodic check %s failed; trying again on the next tick", check.__name__)
+
+    tick.__name__ = check.__name__
+    return tick
+
+
 def create_app(settings: Settings, store: Store) -> faust.App:
     app = faust.App(
         APP_ID,
@@ -110,12 +130,17 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         estimators=settings.estimators,
         shock_rule=shock_rule,
         round_wait_s=settings.personalization_round_wait_s,
+        webhook_url=settings.alert_webhook_url,
     )
-    app.timer(SRM_EVERY_S, name="srm_check")(sink.check_srm)
-    app.timer(SRM_EVERY_S, name="autocomplete_retry")(sink.autocomplete.retry_pending)
-    app.timer(1.0, name="personalization_rounds")(sink.personalization.expire_waiting)
+    app.timer(SRM_EVERY_S, name="srm_check")(guarded(sink.check_srm))
+    app.timer(settings.identification_check_s, name="identification_check")(
+        guarded(sink.check_identification)
+    )
+    app.timer(SRM_EVERY_S, name="autocomplete_retry")(guarded(sink.autocomplete.retry_pending))
+    app.timer(1.0, name="personalization_rounds")(guarded(sink.personalization.expire_waiting))
 
     @app.timer(SRM_EVERY_S, name="consumer_lag")
+    @guarded
     async def measure_lag() -> None:
         """Lag per assigned partition from the fetch responses' high watermark (no extra
         requests: tansu's ListOffsets is unreliable) and faust's committed offset."""

@@ -20,10 +20,12 @@ from prometheus_client import Counter, Histogram
 
 from schemas.sql import quote
 from schemas.topics import AUTOCOMPLETE, EXTENSION, SERP, Family
+from streams.detectors.identification import IdentificationRule, identification_alert, is_spike, window_sql
 from streams.detectors.srm import srm_alert
 from streams.metrics import count_stored
 from streams.processors.autocomplete_crawls import AutocompleteAnalytics
 from streams.processors.personalization_rounds import PersonalizationRounds
+from streams.sinks.webhook import post_alert
 from streams.stats.autocomplete_shocks import ShockRule
 from streams.storage import Store, StoreError, StoreUnavailable
 from streams.transforms import arrangement_stats, clicks_by_rank
@@ -67,6 +69,7 @@ class ClickHouseSink:
         estimators: bool = True,
         shock_rule: ShockRule | None = None,
         round_wait_s: float = 600.0,
+        webhook_url: str = "",
     ) -> None:
         self.store = store
         self.horizon_days = dedup_horizon_days
@@ -76,6 +79,8 @@ class ClickHouseSink:
         self.estimators = estimators
         self.autocomplete = AutocompleteAnalytics(store, self._raise_once, shock_rule)
         self.personalization = PersonalizationRounds(store, round_wait_s)
+        self.webhook_url = webhook_url
+        self.identification_rule = IdentificationRule()
 
     async def write(self, family: Family, values: Sequence[bytes]) -> WriteResult:
         """Store a batch; retry with backoff until it is stored, whatever went wrong."""
@@ -195,6 +200,23 @@ class ClickHouseSink:
                 if alert is not None:
                     await self._raise_once(alert)
 
+    async def check_identification(self) -> None:
+        """Timer: raise an alert for each engine whose identification just collapsed.
+
+        Takes no arguments: faust passes the app to a timer function that accepts one.
+        """
+        rule = self.identification_rule
+        try:
+            result = await self.store.query(window_sql(rule))
+            for engine, bad, total, base_bad, base_total in result.rows:
+                recent, baseline = (int(bad), int(total)), (int(base_bad), int(base_total))
+                if is_spike(recent, baseline, rule):
+                    await self._raise_once(
+                        identification_alert(engine, recent, baseline, rule, datetime.now(UTC))
+                    )
+        except (StoreError, StoreUnavailable):
+            log.warning("identification check failed; retrying on the next tick", exc_info=True)
+
     async def _raise_once(self, alert: dict[str, Any]) -> None:
         known = await self.store.query(
             f"SELECT count() FROM alerts WHERE alert_id = {quote(alert['alert_id'])}"
@@ -206,6 +228,8 @@ class ClickHouseSink:
         ALERTS.labels(alert["kind"]).inc()
         if self.publish_alert is not None:
             await self.publish_alert(alert)
+        if self.webhook_url:
+            await post_alert(self.webhook_url, alert)
 
     async def _insert_one_by_one(self, family: Family, lines: list[bytes]) -> list[tuple[bytes, str]]:
         """Isolate the rows ClickHouse refuses so the rest of the batch still lands."""

@@ -31,6 +31,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
             "AUDITSTREAM_RATE_LIMIT_BURST": "100000",
             "AUDITSTREAM_BATCH_WITHIN_S": "0.1",
             "AUDITSTREAM_PERSONALIZATION_ROUND_WAIT_S": "4",
+            "AUDITSTREAM_IDENTIFICATION_CHECK_S": "2",
         },
     )
     yield svc
