@@ -60,3 +60,101 @@ def extension(
         f"accepted {stats.accepted}, rejected {stats.rejected}, "
         f"requests {stats.requests}, retries {stats.retries}"
     )
+
+
+def _post_in_order(url: str, key: str, batches: list[list[dict]], label: str) -> int:
+    """Post batches one after the other (crawl rounds arrive in order, as from a crawler)."""
+    from collectors.simulate.poster import post_batches
+
+    accepted = 0
+    with Progress(
+        TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), console=console
+    ) as progress:
+        task = progress.add_task("post", total=len(batches))
+        for batch in batches:
+            accepted += asyncio.run(post_batches(url, key, [batch], concurrency=1)).accepted
+            progress.advance(task)
+    return accepted
+
+
+def _key(api_key: str | None) -> str:
+    key = api_key or os.environ.get("AUDITSTREAM_API_KEY", "")
+    if not key:
+        raise fail("pass --api-key or set AUDITSTREAM_API_KEY", 2)
+    return key
+
+
+@app.command()
+def autocomplete(
+    url: Annotated[str, typer.Option(help="Base URL of ingest")] = "http://127.0.0.1:8080",
+    api_key: Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")] = None,
+    rounds: Annotated[int, typer.Option(help="Crawl rounds (each crawls every root)")] = 12,
+    shock: Annotated[
+        list[int] | None, typer.Option(help="Rounds with a root-wide shock (repeatable)")
+    ] = None,
+    study: Annotated[str, typer.Option(help="Crawl id prefix")] = "demo-ac",
+    max_depth: Annotated[int, typer.Option(help="Breadth-first depth")] = 2,
+    seed: Annotated[int, typer.Option(help="Random seed")] = 1,
+) -> None:
+    """Autocomplete crawl rounds with slow drift and planted shocks (default: a shock in round 8)."""
+    from collectors.simulate.autocomplete_traffic import AutocompleteSimulation, CrawlConfig
+
+    shocks = frozenset(shock if shock is not None else [8])
+    sim = AutocompleteSimulation(
+        CrawlConfig(study=study, max_depth=max_depth, shock_rounds=shocks, seed=seed)
+    )
+    batches = []
+    for r in range(rounds):
+        events = list(sim.crawl_round(r))
+        batches += [events[i : i + 500] for i in range(0, len(events), 500)]
+    console.print(f"accepted {_post_in_order(url, _key(api_key), batches, 'autocomplete rounds')}")
+
+
+@app.command()
+def personalization(
+    url: Annotated[str, typer.Option(help="Base URL of ingest")] = "http://127.0.0.1:8080",
+    api_key: Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")] = None,
+    rounds: Annotated[int, typer.Option(help="Lock-step rounds (one query, every profile)")] = 200,
+    study: Annotated[str, typer.Option(help="Study id")] = "demo-pers",
+    noise: Annotated[float, typer.Option(help="Per-rank chance a page differs by itself")] = 0.05,
+    personalization: Annotated[
+        float, typer.Option(help="Per-rank chance the logged_in profile is personalized")
+    ] = 0.12,
+    seed: Annotated[int, typer.Option(help="Random seed")] = 1,
+) -> None:
+    """Lock-step SERP snapshots of four profiles with planted personalization for logged_in."""
+    from collectors.simulate.serp_traffic import SerpSimulation, SerpStudyConfig
+
+    sim = SerpSimulation(
+        SerpStudyConfig(study=study, noise=noise, personalization=personalization, seed=seed)
+    )
+    events = [e for r in range(rounds) for e in sim.round(r)]
+    batches = [events[i : i + 400] for i in range(0, len(events), 400)]
+    console.print(f"accepted {_post_in_order(url, _key(api_key), batches, 'personalization rounds')}")
+
+
+@app.command()
+def demo(
+    url: Annotated[str, typer.Option(help="Base URL of ingest")] = "http://127.0.0.1:8080",
+    api_key: Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")] = None,
+    events: Annotated[int, typer.Option(help="Extension events to send")] = 20_000,
+    rate: Annotated[float, typer.Option(help="Extension events per second")] = 200.0,
+) -> None:
+    """All three study kinds: autocomplete rounds with a shock, personalization rounds, then
+    extension traffic for the 'demo' experiment (what `auditstream up --demo` runs)."""
+    autocomplete(url=url, api_key=api_key, rounds=12, shock=None, study="demo-ac", max_depth=2, seed=1)
+    personalization(
+        url=url, api_key=api_key, rounds=200, study="demo-pers", noise=0.05, personalization=0.12, seed=1
+    )
+    extension(
+        url=url,
+        api_key=api_key,
+        events=events,
+        rate=rate,
+        batch_size=100,
+        installs=500,
+        experiment="demo",
+        seed=1,
+        concurrency=4,
+        duration=0.0,
+    )

@@ -214,7 +214,7 @@ class Supervisor:
             "demo",
             [
                 "simulate",
-                "extension",
+                "demo",
                 "--url",
                 f"http://{s.host}:{s.port}",
                 "--api-key",

@@ -61,11 +61,20 @@ EVENT_NAMESPACE = uuid.UUID("4a8d2f3e-9b1c-4d7e-8f6a-2c3b4d5e6f70")
 
 @dataclass
 class CrawlConfig:
-    roots: Sequence[str] = ("asa hutchinson", "jeb bush", "ted cruz", "bernie sanders")
+    roots: Sequence[str] = (
+        "asa hutchinson",
+        "jeb bush",
+        "ted cruz",
+        "bernie sanders",
+        "hillary clinton",
+        "marco rubio",
+        "john kasich",
+        "martin omalley",
+    )
     engine: str = "google"
     max_depth: int = 2
     per_query: int = 4  # suggestions per response
-    drift: float = 0.05
+    drift: float = 0.03
     shock_rounds: frozenset[int] = field(default_factory=frozenset)
     seed: int = 1
     study: str = "sim"

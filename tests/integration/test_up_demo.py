@@ -34,6 +34,23 @@ def test_up_demo_serves_and_stops_cleanly(tmp_path: Path) -> None:
         "the demo load in the aggregate",
     )
     assert svc.scalar("SELECT count() FROM extension_events") == 3000
+    # The demo also runs an autocomplete study (12 rounds of 8 roots, a shock in round 8)
+    # and a personalization study (200 rounds), before the extension traffic.
+    wait_for(lambda: svc.scalar("SELECT count() FROM autocomplete_crawls") == 96, 60, "the demo crawls")
+    wait_for(
+        lambda: svc.scalar("SELECT count() FROM alerts WHERE kind = 'autocomplete_shock'") == 1,
+        30,
+        "the shock",
+    )
+    assert (
+        svc.scalar("SELECT subject FROM alerts WHERE kind = 'autocomplete_shock'")
+        == "google/demo-ac-google-r0008"
+    )
+    wait_for(
+        lambda: svc.scalar("SELECT countIf(state = 'complete') FROM personalization_rounds") == 200,
+        60,
+        "the demo personalization rounds",
+    )
     assert http("GET", svc.url + "/metrics").status == 200
     worker_metrics = (tmp_path / "data" / "run" / "worker-0.metrics").read_text().strip()
     text = http("GET", worker_metrics).body
