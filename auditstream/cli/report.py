@@ -34,6 +34,26 @@ ORDER BY experiment_id, engine, arm, original_rank
 """
 
 
+Since = Annotated[
+    str | None, typer.Option(help="First day YYYY-MM-DD, or a UTC time YYYY-MM-DDTHH:MM (inclusive)")
+]
+Until = Annotated[
+    str | None,
+    typer.Option(help="Last day YYYY-MM-DD (inclusive), or a UTC time YYYY-MM-DDTHH:MM (exclusive)"),
+]
+BurnIn = Annotated[int, typer.Option(help="Drop each install's first N days")]
+Seed = Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")]
+
+
+def as_dicts(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of a /v1/sql answer as dicts."""
+    return [dict(zip(result["columns"], r, strict=True)) for r in result["rows"]]
+
+
+def emit_json(doc: Any) -> None:
+    sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+
+
 @app.callback()
 def summary(
     ctx: typer.Context,
@@ -69,22 +89,17 @@ def experiment(
     subset: Annotated[
         str, typer.Option(help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, n_candidates_q1..q5")
     ] = "all",
-    burn_in_days: Annotated[int, typer.Option(help="Drop each install's first N days")] = 4,
+    burn_in_days: BurnIn = 4,
     include_unidentified: Annotated[
         bool, typer.Option("--include-unidentified", help="Keep identified=false events")
     ] = False,
-    since: Annotated[
-        str | None, typer.Option(help="First day YYYY-MM-DD, or a UTC time YYYY-MM-DDTHH:MM (inclusive)")
-    ] = None,
-    until: Annotated[
-        str | None,
-        typer.Option(help="Last day YYYY-MM-DD (inclusive), or a UTC time YYYY-MM-DDTHH:MM (exclusive)"),
-    ] = None,
+    since: Since = None,
+    until: Until = None,
     ranks: Annotated[int, typer.Option(help="Positions c1..cN to show")] = 6,
     unit_mode: Annotated[
         str, typer.Option(help="click (the paper's units) or impression (serp_view)")
     ] = "click",
-    seed: Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")] = 0,
+    seed: Seed = 0,
     baseline: Annotated[
         str,
         typer.Option(help="Arm the gaps are taken against (Figure 5: --subset box --baseline hide_ads_box)"),
@@ -118,20 +133,18 @@ def experiment(
     except ValueError as exc:
         raise fail(str(exc), 2) from None
     result = run_sql(url, api_key, per_install_sql)
-    rows = [dict(zip(result["columns"], r, strict=True)) for r in result["rows"]]
+    rows = as_dicts(result)
     if not rows:
         raise fail(f"no units for {experiment_id} on {engine} after preprocessing", 1)
     table = table_from_rows(rows, ranks, seed, baseline)
     drops = run_sql(url, api_key, drops_sql)
     shares_result = run_sql(url, api_key, query.element_shares_sql())
-    shares = element_share_rows(
-        [dict(zip(shares_result["columns"], r, strict=True)) for r in shares_result["rows"]]
-    )
+    shares = element_share_rows(as_dicts(shares_result))
     pp = pp_lower_bound(table)
     if format in ("json", "csv"):
         records = flatten(table)
         if format == "json":
-            drop_rows = [dict(zip(drops["columns"], r, strict=True)) for r in drops["rows"]]
+            drop_rows = as_dicts(drops)
             doc = {
                 "baseline": baseline,
                 "arms": records,
@@ -139,7 +152,7 @@ def experiment(
                 "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
                 "preprocessing": drop_rows,
             }
-            sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+            emit_json(doc)
         else:
             columns = list(records[0].keys()) if records else []
             print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
@@ -191,16 +204,11 @@ def timeline(
     rank: Annotated[int, typer.Option(help="Position whose CTR and gap are shown in the table")] = 1,
     engine: Annotated[str, typer.Option(help="Search engine")] = "google",
     subset: Annotated[str, typer.Option(help="Same subsets as `report experiment`")] = "all",
-    burn_in_days: Annotated[int, typer.Option(help="Drop each install's first N days")] = 4,
-    since: Annotated[
-        str | None, typer.Option(help="First day YYYY-MM-DD, or a UTC time YYYY-MM-DDTHH:MM (inclusive)")
-    ] = None,
-    until: Annotated[
-        str | None,
-        typer.Option(help="Last day YYYY-MM-DD (inclusive), or a UTC time YYYY-MM-DDTHH:MM (exclusive)"),
-    ] = None,
+    burn_in_days: BurnIn = 4,
+    since: Since = None,
+    until: Until = None,
     unit_mode: Annotated[str, typer.Option(help="click or impression")] = "click",
-    seed: Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")] = 0,
+    seed: Seed = 0,
     baseline: Annotated[str, typer.Option(help="Arm the gaps are taken against")] = "control",
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKeyOpt = None,
@@ -236,7 +244,7 @@ def timeline(
     if not 1 <= rank <= 10:
         raise fail("--rank must be between 1 and 10", 2)
     result = run_sql(url, api_key, statement)
-    rows = [dict(zip(result["columns"], r, strict=True)) for r in result["rows"]]
+    rows = as_dicts(result)
     if not rows:
         raise fail(f"no units for {experiment_id} on {engine} in that range after preprocessing", 1)
     timeline_rows = timeline_from_rows(rows, 10, seed, baseline)
@@ -247,7 +255,7 @@ def timeline(
             "baseline": baseline,
             "windows": [{"window_start": stamp[s], "arms": flatten(t)} for s, t in timeline_rows],
         }
-        sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+        emit_json(doc)
         return
     if format == "csv":
         records = [{"window_start": stamp[s], **r} for s, t in timeline_rows for r in flatten(t)]
@@ -299,11 +307,7 @@ def autocomplete(
     if not results["churn"]["rows"] and not results["nmi"]["rows"] and not results["survival"]["rows"]:
         raise fail("no completed autocomplete crawls match; is the study prefix right?", 1)
     if format == "json":
-        doc = {
-            name: [dict(zip(r["columns"], row, strict=True)) for row in r["rows"]]
-            for name, r in results.items()
-        }
-        sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+        emit_json({name: as_dicts(r) for name, r in results.items()})
         return
     _print_churn_grid(results["churn"])
     print_result(results["survival"], "table", title="survival: suggestions by distinct days seen")
@@ -343,11 +347,7 @@ def personalization(
     if not results["by_treatment"]["rows"]:
         raise fail(f"no compared rounds for study {study!r}", 1)
     if format == "json":
-        doc = {
-            name: [dict(zip(r["columns"], row, strict=True)) for row in r["rows"]]
-            for name, r in results.items()
-        }
-        sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+        emit_json({name: as_dicts(r) for name, r in results.items()})
         return
     titles = {
         "by_treatment": "per treatment value, against the control (noise = control vs its twin)",

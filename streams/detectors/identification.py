@@ -9,14 +9,11 @@ is reported once an hour, not on every check.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import orjson
-
-ALERT_NAMESPACE = uuid.UUID("2d1b6c8e-7f4a-4b9c-8d3e-6a5f4e3d2c1b")
+from streams.detectors.alerts import alert_record
 
 
 @dataclass(frozen=True)
@@ -43,27 +40,22 @@ def identification_alert(
     engine: str, recent: tuple[int, int], baseline: tuple[int, int], rule: IdentificationRule, now: datetime
 ) -> dict[str, Any]:
     bad, total = recent
-    hour = now.strftime("%Y-%m-%dT%H")
     base_share = baseline[0] / baseline[1] if baseline[1] else 0.0
-    return {
-        "alert_id": str(uuid.uuid5(ALERT_NAMESPACE, f"identification:{engine}:{hour}")),
-        "created_at": now.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
-        "kind": "identification_spike",
-        "severity": "critical",
-        "subject": engine,
-        "summary": (
-            f"{bad / total:.0%} of {engine} events in the last {rule.window_minutes} min are "
-            f"unidentified (baseline {base_share:.1%}): has {engine} changed its result pages?"
-        ),
-        "details": orjson.dumps(
-            {
-                "unidentified": bad,
-                "events": total,
-                "baseline_share": base_share,
-                "window_minutes": rule.window_minutes,
-            }
-        ).decode(),
-    }
+    return alert_record(
+        "identification_spike",
+        "critical",
+        engine,
+        f"{bad / total:.0%} of {engine} events in the last {rule.window_minutes} min are "
+        f"unidentified (baseline {base_share:.1%}): has {engine} changed its result pages?",
+        {
+            "unidentified": bad,
+            "events": total,
+            "baseline_share": base_share,
+            "window_minutes": rule.window_minutes,
+        },
+        now,
+        once_per=now.strftime("%Y-%m-%dT%H"),
+    )
 
 
 def window_sql(rule: IdentificationRule) -> str:

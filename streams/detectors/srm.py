@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-import orjson
-
+from streams.detectors.alerts import alert_record
 from streams.stats.srm import srm_test
-
-ALERT_NAMESPACE = uuid.UUID("6f1c2d4e-8a9b-4c3d-9e0f-1a2b3c4d5e6f")
 
 
 def srm_alert(
@@ -31,22 +27,17 @@ def srm_alert(
         return None
     subject = f"{experiment_id}/{engine}"
     total_w = sum(weights.values())
-    return {
-        "alert_id": str(uuid.uuid5(ALERT_NAMESPACE, f"srm:{subject}")),
-        "created_at": now.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
-        "kind": "srm",
-        "severity": "critical",
-        "subject": subject,
-        "summary": (
-            f"sample ratio mismatch in {experiment_id} on {engine}: chi2={result.chi2:.1f}, "
-            f"p={result.p_value:.2g} over {result.units} units"
-        ),
-        "details": orjson.dumps(
-            {
-                "units": dict(units_by_arm),
-                "expected_share": {a: w / total_w for a, w in weights.items()},
-                "chi2": result.chi2,
-                "p_value": result.p_value,
-            }
-        ).decode(),
-    }
+    return alert_record(
+        "srm",
+        "critical",
+        subject,
+        f"sample ratio mismatch in {experiment_id} on {engine}: chi2={result.chi2:.1f}, "
+        f"p={result.p_value:.2g} over {result.units} units",
+        {
+            "units": dict(units_by_arm),
+            "expected_share": {a: w / total_w for a, w in weights.items()},
+            "chi2": result.chi2,
+            "p_value": result.p_value,
+        },
+        now,
+    )

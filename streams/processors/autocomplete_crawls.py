@@ -10,7 +10,6 @@ replay recomputes the same numbers.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import orjson
 
 from schemas.sql import quote
+from streams.detectors.alerts import alert_record
 from streams.stats.autocomplete import Node
 from streams.stats.autocomplete_shocks import Shock, ShockRule, evaluate_round
 from streams.storage import Store, StoreError, StoreUnavailable
@@ -31,7 +31,6 @@ from streams.transforms.autocomplete_rows import (
 
 log = logging.getLogger(__name__)
 
-ALERT_NAMESPACE = uuid.UUID("0b7e4d6a-3c1f-4e8b-9a2d-5f6e7c8b9a01")
 CrawlKey = tuple[str, str, str]  # engine, root, crawl_id
 
 MARKER_SQL = """
@@ -67,27 +66,21 @@ def _now() -> str:
 
 def shock_alert(engine: str, shock: Shock, rule: ShockRule, now: datetime) -> dict[str, Any]:
     """An ``alerts`` row; its id depends only on engine and round, so it is raised once."""
-    subject = f"{engine}/{shock.round_id}"
-    return {
-        "alert_id": str(uuid.uuid5(ALERT_NAMESPACE, f"autocomplete_shock:{subject}")),
-        "created_at": now.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
-        "kind": "autocomplete_shock",
-        "severity": "warning",
-        "subject": subject,
-        "summary": (
-            f"autocomplete shock on {engine} in crawl round {shock.round_id}: "
-            f"{len(shock.roots_dropped)} of {shock.roots_evaluated} roots dropped "
-            f"at least {rule.drop} below their nmi baseline"
-        ),
-        "details": orjson.dumps(
-            {
-                "roots": list(shock.roots_dropped),
-                "share": shock.share,
-                "roots_evaluated": shock.roots_evaluated,
-                "rule": rule.__dict__,
-            }
-        ).decode(),
-    }
+    return alert_record(
+        "autocomplete_shock",
+        "warning",
+        f"{engine}/{shock.round_id}",
+        f"autocomplete shock on {engine} in crawl round {shock.round_id}: "
+        f"{len(shock.roots_dropped)} of {shock.roots_evaluated} roots dropped "
+        f"at least {rule.drop} below their nmi baseline",
+        {
+            "roots": list(shock.roots_dropped),
+            "share": shock.share,
+            "roots_evaluated": shock.roots_evaluated,
+            "rule": rule.__dict__,
+        },
+        now,
+    )
 
 
 class AutocompleteAnalytics:
