@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from auditstream.settings import Settings
-from ingest import experiments, handlers
+from ingest import board, experiments, handlers
 from ingest.api_keys import KeyFile
 from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.metrics import IngestMetrics
@@ -44,4 +44,5 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     app.router.add_get("/readyz", handlers.readyz)
     app.router.add_get("/metrics", handlers.metrics)
     experiments.add_routes(app)
+    board.add_routes(app)
     return app

@@ -203,6 +203,7 @@ class Supervisor:
             f"[bold]API key[/]  {self.api_key}  (scopes: {', '.join(SCOPES)})",
             f"[bold]logs[/]     {self.log_dir}/",
             "",
+            f"board    {url}/board#key={self.api_key}",
             f"try: auditstream report --url {url} --api-key {self.api_key}",
             "Ctrl-C stops everything.",
         ]

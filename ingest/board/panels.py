@@ -1,0 +1,293 @@
+"""The board's data as pure functions over query rows (lists of dicts); no I/O here.
+
+Each function returns the JSON one panel draws. The Figure-3 numbers come from the
+same functions as ``auditstream report experiment`` (``table_from_rows``, the
+element shares, the drops), with the same seed, so they agree to the last digit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from streams.reports.experiment import element_share_rows, pp_lower_bound, table_from_rows
+from streams.stats.arrangement_table import ArmRow
+from streams.stats.srm import SRM_ALPHA, srm_test
+
+Row = Mapping[str, Any]
+BOX_BASELINE = "hide_ads_box"
+"""The box-subset comparison (the paper's Figure 5) takes gaps against the arm hiding ads and box."""
+
+
+def _clean(x: float) -> float | None:
+    return None if math.isnan(x) or math.isinf(x) else round(x, 6)
+
+
+# --------------------------------------------------------------------------- index
+
+
+def experiment_index(activity: Iterable[Row], registry: Iterable[Row]) -> list[dict[str, Any]]:
+    """Experiments with data or a registry entry, the most recently active first."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in activity:
+        found[row["experiment_id"]] = {
+            "experiment_id": row["experiment_id"],
+            "engines": list(row["engines"]),
+            "units": int(row["units"]),
+            "last_day": row["last_day"],
+            "registered": False,
+            "status": None,
+        }
+    for row in registry:
+        entry = found.setdefault(
+            row["experiment_id"],
+            {
+                "experiment_id": row["experiment_id"],
+                "engines": [],
+                "units": 0,
+                "last_day": "",
+                "registered": True,
+                "status": None,
+            },
+        )
+        entry["registered"] = True
+        entry["status"] = row["status"]
+        entry["engines"] = sorted(set(entry["engines"]) | set(row["engines"]))
+    return sorted(found.values(), key=lambda e: (e["last_day"], e["units"], e["experiment_id"]), reverse=True)
+
+
+def study_prefix(crawl_id: str) -> str:
+    """A crawl's study: its id up to and including the last '-' (``mystudy-2026...`` -> ``mystudy-``)."""
+    head, sep, _ = crawl_id.rpartition("-")
+    return head + sep if head else crawl_id
+
+
+def autocomplete_index(crawls: Iterable[Row]) -> list[dict[str, Any]]:
+    """Autocomplete studies (crawl id prefixes) with their rounds and engines, newest first."""
+    studies: dict[str, dict[str, Any]] = {}
+    for row in crawls:
+        prefix = study_prefix(row["crawl_id"])
+        entry = studies.setdefault(prefix, {"study": prefix, "rounds": 0, "engines": set(), "last": ""})
+        entry["rounds"] += 1
+        entry["engines"].add(row["engine"])
+        entry["last"] = max(entry["last"], row["completed_at"])
+    out = [{**s, "engines": sorted(s["engines"])} for s in studies.values()]
+    return sorted(out, key=lambda s: (s["last"], s["study"]), reverse=True)
+
+
+def personalization_index(studies: Iterable[Row]) -> list[dict[str, Any]]:
+    rows = [
+        {"study_id": r["study_id"], "rounds": int(r["rounds"]), "last_round": r["last_round"]}
+        for r in studies
+    ]
+    return sorted(rows, key=lambda s: (s["last_round"], s["study_id"]), reverse=True)
+
+
+# --------------------------------------------------------------------------- experiment
+
+
+def arm_json(row: ArmRow) -> dict[str, Any]:
+    """One arm of a Figure-3 table: CTR, gap and distortion per position, each with its CI."""
+    return {
+        "arm": row.arm,
+        "units": row.units,
+        "installs": row.installs,
+        "ctr": [e.to_json() for e in row.ctr],
+        "delta": [e.to_json() for e in row.delta],
+        "beta": [e.to_json() for e in row.beta],
+    }
+
+
+def figure3_panel(per_install: list[dict[str, Any]], ranks: int, seed: int, baseline: str) -> dict[str, Any]:
+    """CTR per position and arm with 95% clustered-bootstrap CIs, and gaps against ``baseline``."""
+    table = table_from_rows(per_install, ranks, seed, baseline) if per_install else []
+    pp = pp_lower_bound(table) if baseline == "control" else math.nan
+    return {
+        "baseline": baseline,
+        "has_baseline": any(r.arm == baseline for r in table),
+        "ranks": ranks,
+        "arms": [arm_json(r) for r in table],
+        "performative_power_lower_bound": _clean(pp),
+    }
+
+
+def shares_panel(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Share of clicks per element type for each arm, with the total clicks."""
+    totals = {r["arm"]: int(sum(float(v) for k, v in r.items() if k != "arm")) for r in rows}
+    return [
+        {**{k: (_clean(v) if isinstance(v, float) else v) for k, v in s.items()}, "clicks": totals[s["arm"]]}
+        for s in element_share_rows(rows)
+    ]
+
+
+def drops_panel(rows: Iterable[Row]) -> list[dict[str, Any]]:
+    """Units per arm before preprocessing, dropped by each rule, and kept."""
+    out = []
+    for r in rows:
+        total, burn, unident = int(r["all_units"]), int(r["burn_in_dropped"]), int(r["unidentified_dropped"])
+        out.append(
+            {
+                "arm": r["arm"],
+                "all_units": total,
+                "burn_in_dropped": burn,
+                "unidentified_dropped": unident,
+                "kept": total - burn - unident,
+            }
+        )
+    return out
+
+
+def srm_panel(
+    drops: Sequence[Mapping[str, Any]],
+    allocation: Mapping[str, float] | None,
+    alerts: Iterable[Row],
+) -> dict[str, Any]:
+    """Units per arm after preprocessing against the registered allocation, the live
+    chi-square test (as the worker's SRM check runs it) and any SRM alert raised.
+
+    ``drops`` is the output of ``drops_panel``: its ``kept`` units are exactly what the
+    SRM check counts (identified, past the burn-in).
+    """
+    units = {d["arm"]: int(d["kept"]) for d in drops}
+    alert_list = [
+        {**{k: v for k, v in a.items() if k != "details"}, "details": _details(a.get("details"))}
+        for a in alerts
+    ]
+    total_units = sum(units.values())
+    weights = dict(allocation or {})
+    total_w = sum(weights.values())
+    arms = sorted(set(units) | set(weights), key=lambda a: (a != "control", a))
+    rows = [
+        {
+            "arm": a,
+            "units": units.get(a, 0),
+            "share": _clean(units.get(a, 0) / total_units) if total_units else None,
+            "expected_share": _clean(weights[a] / total_w) if a in weights and total_w else None,
+        }
+        for a in arms
+    ]
+    result = srm_test(units, weights) if weights else None
+    if alert_list:
+        status = "alert"
+    elif allocation is None:
+        status = "unregistered"
+    elif result is None or result.units == 0:
+        status = "no_units"
+    else:
+        status = "mismatch" if result.mismatch else "ok"
+    return {
+        "status": status,
+        "registered": allocation is not None,
+        "alpha": SRM_ALPHA,
+        "units": total_units,
+        "chi2": _clean(result.chi2) if result else None,
+        "p_value": _clean(result.p_value) if result else None,
+        "arms": rows,
+        "alerts": alert_list,
+    }
+
+
+def _details(text: Any) -> Any:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
+# --------------------------------------------------------------------------- autocomplete
+
+
+def churn_panel(rows: Iterable[Row]) -> list[dict[str, Any]]:
+    """Mean churn as a depth x rank grid per engine (RAI Figure 5); absent cells are None."""
+    cells: dict[str, dict[tuple[int, int], tuple[float, int]]] = {}
+    for r in rows:
+        cells.setdefault(r["engine"], {})[(int(r["depth"]), int(r["rank"]))] = (
+            float(r["mean_churn"]),
+            int(r["pairs"]),
+        )
+    out = []
+    for engine in sorted(cells):
+        grid = cells[engine]
+        ranks = sorted({rank for _, rank in grid})
+        depths = sorted({depth for depth, _ in grid})
+        out.append(
+            {
+                "engine": engine,
+                "ranks": ranks,
+                "depths": depths,
+                "churn": [[_cell(grid.get((d, r)), 0) for r in ranks] for d in depths],
+                "pairs": [[_cell(grid.get((d, r)), 1) for r in ranks] for d in depths],
+            }
+        )
+    return out
+
+
+def _cell(value: tuple[float, int] | None, index: int) -> float | int | None:
+    if value is None:
+        return None
+    item = value[index]
+    return _clean(item) if isinstance(item, float) else item
+
+
+def nmi_panel(rows: Iterable[Row]) -> list[dict[str, Any]]:
+    """nmi per crawl round and engine, oldest first, with the rounds an alert called a shock."""
+    series: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        details = _details(r.get("shock_details")) if r.get("shock") else None
+        series.setdefault(r["engine"], []).append(
+            {
+                "crawl_id": r["crawl_id"],
+                "completed_at": r["completed_at"],
+                "roots": int(r["roots"]),
+                "mean_nmi": _num(r["mean_nmi"]),
+                "min_nmi": _num(r["min_nmi"]),
+                "shock": bool(r["shock"]),
+                "shock_details": details,
+            }
+        )
+    return [
+        {"engine": engine, "rounds": sorted(points, key=lambda p: (p["completed_at"], p["crawl_id"]))}
+        for engine, points in sorted(series.items())
+    ]
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None else _clean(float(value))
+
+
+# --------------------------------------------------------------------------- personalization
+
+
+def personalization_panel(by_rank: Iterable[Row], rounds: Iterable[Row]) -> dict[str, Any]:
+    """Share of results changed per rank and treatment against the noise floor (control vs twin)."""
+    treatments: dict[str, list[dict[str, Any]]] = {}
+    for r in by_rank:
+        treatments.setdefault(r["treatment"], []).append(
+            {
+                "rank": int(r["rank"]),
+                "changed": _num(r["changed"]),
+                "noise": _num(r["noise"]),
+                "personalization": _num(r["personalization"]),
+            }
+        )
+    summary = next(iter(rounds), None)
+    return {
+        "treatments": [
+            {"treatment": t, "ranks": sorted(points, key=lambda p: p["rank"])}
+            for t, points in sorted(treatments.items())
+        ],
+        "rounds": dict(summary) if summary and int(summary.get("rounds", 0)) else None,
+    }
+
+
+# --------------------------------------------------------------------------- alerts
+
+
+def alerts_panel(rows: Iterable[Row]) -> list[dict[str, Any]]:
+    """Alerts as stored, newest first (the query orders them; kept stable here)."""
+    return sorted((dict(r) for r in rows), key=lambda a: a["created_at"], reverse=True)

@@ -1,0 +1,87 @@
+"""The SQL behind the board: pure text builders over the documented analyst views.
+
+The experiment panels reuse ``streams.reports.experiment.ReportQuery`` (the same
+statements as ``auditstream report experiment``), the autocomplete panels
+``AutocompleteQuery`` and the personalization panel ``sections`` of the
+personalization report, so the board shows the numbers the reports print.
+"""
+
+from __future__ import annotations
+
+from schemas.sql import quote
+from streams.reports.autocomplete import AutocompleteQuery
+from streams.reports.experiment import ReportQuery
+from streams.reports.personalization import sections
+
+ALERT_COLUMNS = (
+    "toString(alert_id) AS alert_id, toString(created_at) AS created_at, kind, severity, subject, summary"
+)
+
+EXPERIMENT_ACTIVITY_SQL = (
+    "SELECT experiment_id, arraySort(groupUniqArray(engine)) AS engines, sum(units) AS units, "
+    "toString(max(day)) AS last_day FROM arrangement_install_day GROUP BY experiment_id"
+)
+"""Experiments that have data, with their engines and raw click units."""
+
+REGISTRY_SQL = "SELECT experiment_id, status, engines FROM experiments"
+"""Registered experiments (some may have no data yet)."""
+
+AUTOCOMPLETE_CRAWLS_SQL = (
+    "SELECT crawl_id, engine, count() AS roots, toString(max(completed_at)) AS completed_at "
+    "FROM autocomplete_crawls GROUP BY crawl_id, engine"
+)
+"""Completed autocomplete crawls, to offer their studies (crawl id prefixes)."""
+
+PERSONALIZATION_STUDIES_SQL = (
+    "SELECT study_id, count() AS rounds, toString(max(round_started_at)) AS last_round "
+    "FROM personalization_rounds GROUP BY study_id"
+)
+
+
+def registry_sql(experiment_id: str) -> str:
+    """The registered allocation and preprocessing of one experiment (no row if unregistered)."""
+    return (
+        "SELECT status, arms, burn_in_days, unit_mode FROM experiments "
+        f"WHERE experiment_id = {quote(experiment_id)}"
+    )
+
+
+def experiment_sql(query: ReportQuery) -> dict[str, str]:
+    """Every statement of the experiment panels, by name."""
+    box = ReportQuery(
+        query.experiment_id,
+        query.engine,
+        query.burn_in_days,
+        query.identified_only,
+        "box",
+        query.since,
+        query.until,
+        query.unit_mode,
+    )
+    return {
+        "per_install": query.per_install_sql(),
+        "box_per_install": box.per_install_sql(),
+        "shares": query.element_shares_sql(),
+        "drops": query.drops_sql(),
+        "srm_alerts": (
+            f"SELECT {ALERT_COLUMNS}, details FROM alerts FINAL WHERE kind = 'srm' "
+            f"AND subject = {quote(query.experiment_id + '/' + query.engine)} ORDER BY created_at DESC"
+        ),
+    }
+
+
+def autocomplete_sql(study: str, engine: str = "") -> dict[str, str]:
+    """Churn by rank x depth and the nmi timeline (with shocks) of a crawl id prefix."""
+    query = AutocompleteQuery(study, engine)
+    return {"churn": query.churn_sql(), "nmi": query.nmi_sql()}
+
+
+def personalization_sql(study_id: str) -> dict[str, str]:
+    """Per-rank change against the noise floor, and round completeness."""
+    statements = sections(study_id)
+    return {"by_rank": statements["by_rank"], "rounds": statements["rounds"]}
+
+
+def alerts_sql(limit: int) -> str:
+    """The newest alerts first."""
+    return f"SELECT {ALERT_COLUMNS} FROM alerts FINAL ORDER BY created_at DESC LIMIT {int(limit)}"

@@ -1,0 +1,280 @@
+"""The board's data assembly: pure functions over query rows, checked by hand and against
+the report functions they must agree with."""
+
+from __future__ import annotations
+
+import math
+
+import orjson
+import pytest
+
+from ingest.board import panels, queries
+from ingest.board.routes import TtlCache
+from streams.reports.experiment import ReportQuery, element_share_rows, flatten, table_from_rows
+from streams.stats.srm import srm_test
+
+
+def per_install_rows() -> list[dict]:
+    """Six installs, three arms; clicks on c1..c3."""
+    rows = []
+    for i in range(6):
+        install = f"install-{i}"
+        rows.append({"install_id": install, "arm": "control", "n_units": 10, "n_clicks": [4 + i % 2, 2, 1]})
+        rows.append({"install_id": install, "arm": "swap_1_2", "n_units": 5, "n_clicks": [1, 2, i % 2]})
+        if i < 3:
+            rows.append({"install_id": install, "arm": "hide_ads_box", "n_units": 4, "n_clicks": [2, 1, 0]})
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("crawl_id", "prefix"),
+    [
+        ("mystudy-202611211200", "mystudy-"),
+        ("ac-e2e-google-r0003", "ac-e2e-google-"),
+        ("plain", "plain"),
+        ("-x", "-x"),
+    ],
+)
+def test_study_prefix_is_the_id_up_to_its_last_dash(crawl_id: str, prefix: str) -> None:
+    assert panels.study_prefix(crawl_id) == prefix
+    assert crawl_id.startswith(prefix)
+
+
+def test_autocomplete_index_groups_rounds_by_study_newest_first() -> None:
+    crawls = [
+        {"crawl_id": "old-g-r0001", "engine": "google", "roots": 4, "completed_at": "2026-01-01 00:00:00"},
+        {"crawl_id": "new-r0001", "engine": "bing", "roots": 2, "completed_at": "2026-02-01 00:00:00"},
+        {"crawl_id": "new-r0002", "engine": "google", "roots": 2, "completed_at": "2026-02-02 00:00:00"},
+    ]
+    assert panels.autocomplete_index(crawls) == [
+        {"study": "new-", "rounds": 2, "engines": ["bing", "google"], "last": "2026-02-02 00:00:00"},
+        {"study": "old-g-", "rounds": 1, "engines": ["google"], "last": "2026-01-01 00:00:00"},
+    ]
+
+
+def test_experiment_index_merges_data_and_registry() -> None:
+    activity = [
+        {"experiment_id": "a", "engines": ["google"], "units": 10, "last_day": "2026-01-02"},
+        {"experiment_id": "b", "engines": ["bing"], "units": 5, "last_day": "2026-01-03"},
+    ]
+    registry = [
+        {"experiment_id": "a", "status": "running", "engines": ["bing", "google"]},
+        {"experiment_id": "c", "status": "stopped", "engines": ["google"]},
+    ]
+    got = panels.experiment_index(activity, registry)
+    assert [e["experiment_id"] for e in got] == ["b", "a", "c"]  # most recent data first
+    a = got[1]
+    assert a == {
+        "experiment_id": "a",
+        "engines": ["bing", "google"],
+        "units": 10,
+        "last_day": "2026-01-02",
+        "registered": True,
+        "status": "running",
+    }
+    assert got[0]["registered"] is False and got[2]["units"] == 0
+
+
+def test_figure3_panel_has_the_reports_numbers() -> None:
+    rows = per_install_rows()
+    got = panels.figure3_panel(rows, ranks=3, seed=0, baseline="control")
+    report = {r["arm"]: r for r in flatten(table_from_rows(rows, 3, 0, "control"))}
+    assert [a["arm"] for a in got["arms"]] == ["control", "hide_ads_box", "swap_1_2"]
+    for arm in got["arms"]:
+        want = report[arm["arm"]]
+        assert (arm["units"], arm["installs"]) == (want["units"], want["installs"])
+        for i in range(3):
+            assert arm["ctr"][i]["value"] == want[f"ctr_c{i + 1}"]
+            assert arm["ctr"][i]["ci_low"] == want[f"ctr_c{i + 1}_ci_low"]
+            if arm["arm"] != "control":
+                assert arm["delta"][i]["value"] == want[f"delta_c{i + 1}"]
+                assert arm["beta"][i]["ci_high"] == want[f"beta_c{i + 1}_ci_high"]
+    control = got["arms"][0]
+    assert control["units"] == 60 and control["ctr"][0]["value"] == pytest.approx(27 / 60, abs=1e-6)
+    assert control["delta"] == []
+    deltas = [abs(a["delta"][0]["value"]) for a in got["arms"][1:]]
+    assert got["performative_power_lower_bound"] == pytest.approx(max(deltas), abs=1e-6)
+    assert got["has_baseline"] is True
+
+
+def test_box_panel_takes_gaps_against_hide_ads_box_and_says_when_it_is_missing() -> None:
+    rows = per_install_rows()
+    box = panels.figure3_panel(rows, 3, 0, panels.BOX_BASELINE)
+    assert box["arms"][0]["arm"] == "hide_ads_box" and box["arms"][0]["delta"] == []
+    assert all(a["delta"] for a in box["arms"][1:])
+    assert box["performative_power_lower_bound"] is None  # defined against control only
+
+    without = panels.figure3_panel([r for r in rows if r["arm"] != "hide_ads_box"], 3, 0, "hide_ads_box")
+    assert without["has_baseline"] is False and all(a["delta"] == [] for a in without["arms"])
+    assert panels.figure3_panel([], 3, 0, "control")["arms"] == []
+
+
+def test_shares_drops_and_totals() -> None:
+    counts = [{"arm": "control", "organic": 6, "ad": 2, "shopping_box": 1, "ssr": 0, "other": 1}]
+    shares = panels.shares_panel(counts)
+    assert shares == [
+        {
+            "arm": "control",
+            "organic": 0.6,
+            "ad": 0.2,
+            "shopping_box": 0.1,
+            "ssr": 0.0,
+            "other": 0.1,
+            "clicks": 10,
+        }
+    ]
+    assert {k: v for k, v in shares[0].items() if k != "clicks"} == element_share_rows(counts)[0]
+    empty = panels.shares_panel(
+        [{"arm": "x", "organic": 0, "ad": 0, "shopping_box": 0, "ssr": 0, "other": 0}]
+    )
+    assert empty[0]["organic"] is None and empty[0]["clicks"] == 0
+
+    drops = panels.drops_panel(
+        [{"arm": "control", "all_units": 100, "burn_in_dropped": 7, "unidentified_dropped": 3}]
+    )
+    assert drops == [
+        {"arm": "control", "all_units": 100, "burn_in_dropped": 7, "unidentified_dropped": 3, "kept": 90}
+    ]
+
+
+def drops(**kept: int) -> list[dict]:
+    return [
+        {"arm": a, "all_units": n + 5, "burn_in_dropped": 4, "unidentified_dropped": 1, "kept": n}
+        for a, n in kept.items()
+    ]
+
+
+def test_srm_panel_tests_kept_units_against_the_allocation() -> None:
+    fair = panels.srm_panel(drops(control=500, swap_1_2=510), {"control": 1, "swap_1_2": 1}, [])
+    want = srm_test({"control": 500, "swap_1_2": 510}, {"control": 1, "swap_1_2": 1})
+    assert fair["status"] == "ok" and fair["registered"] is True
+    assert fair["p_value"] == pytest.approx(want.p_value) and fair["chi2"] == pytest.approx(want.chi2)
+    assert fair["units"] == 1010
+    assert fair["arms"][0] == {
+        "arm": "control",
+        "units": 500,
+        "share": pytest.approx(500 / 1010, abs=1e-6),
+        "expected_share": 0.5,
+    }
+
+    skewed = panels.srm_panel(drops(control=6000, swap_1_2=4000), {"control": 1, "swap_1_2": 1}, [])
+    assert skewed["status"] == "mismatch" and skewed["p_value"] < skewed["alpha"]
+
+    missing_arm = panels.srm_panel(drops(control=10), {"control": 3, "swap_1_2": 1}, [])
+    assert [a["arm"] for a in missing_arm["arms"]] == ["control", "swap_1_2"]
+    assert missing_arm["arms"][1]["units"] == 0 and missing_arm["arms"][1]["expected_share"] == 0.25
+
+    alert = {
+        "alert_id": "x",
+        "created_at": "2026-01-01 00:00:00.000",
+        "kind": "srm",
+        "details": '{"chi2": 40}',
+    }
+    alerted = panels.srm_panel(drops(control=500, swap_1_2=510), {"control": 1, "swap_1_2": 1}, [alert])
+    assert alerted["status"] == "alert" and alerted["alerts"][0]["details"] == {"chi2": 40}
+
+    unregistered = panels.srm_panel(drops(control=5, swap_1_2=9), None, [])
+    assert unregistered["status"] == "unregistered" and unregistered["p_value"] is None
+    assert unregistered["arms"][1]["expected_share"] is None
+
+    nothing = panels.srm_panel([], {"control": 1, "swap_1_2": 1}, [])
+    assert nothing["status"] == "no_units" and nothing["arms"][0]["share"] is None
+
+
+def test_churn_panel_is_a_depth_by_rank_grid_per_engine() -> None:
+    rows = [
+        {"engine": "google", "rank": 1, "depth": 0, "mean_churn": 0.25, "pairs": 4},
+        {"engine": "google", "rank": 2, "depth": 0, "mean_churn": 0.5, "pairs": 4},
+        {"engine": "google", "rank": 1, "depth": 1, "mean_churn": 1.0, "pairs": 2},
+        {"engine": "bing", "rank": 1, "depth": 0, "mean_churn": 0.0, "pairs": 1},
+    ]
+    got = panels.churn_panel(rows)
+    assert [g["engine"] for g in got] == ["bing", "google"]
+    google = got[1]
+    assert google["ranks"] == [1, 2] and google["depths"] == [0, 1]
+    assert google["churn"] == [[0.25, 0.5], [1.0, None]]
+    assert google["pairs"] == [[4, 4], [2, None]]
+
+
+def test_nmi_panel_orders_rounds_and_reads_shocks() -> None:
+    details = orjson.dumps({"roots": ["a", "b", "c"], "roots_evaluated": 4}).decode()
+    rows = [
+        {
+            "engine": "google",
+            "crawl_id": "s-r2",
+            "completed_at": "2026-01-03 00:00:00.000",
+            "roots": 4,
+            "mean_nmi": 0.1,
+            "min_nmi": 0.02,
+            "shock": 1,
+            "shock_details": details,
+        },
+        {
+            "engine": "google",
+            "crawl_id": "s-r1",
+            "completed_at": "2026-01-02 00:00:00.000",
+            "roots": 4,
+            "mean_nmi": 0.9,
+            "min_nmi": None,
+            "shock": 0,
+            "shock_details": "",
+        },
+    ]
+    (series,) = panels.nmi_panel(rows)
+    assert [p["crawl_id"] for p in series["rounds"]] == ["s-r1", "s-r2"]
+    first, shock = series["rounds"]
+    assert first["shock"] is False and first["shock_details"] is None and first["min_nmi"] is None
+    assert shock["shock"] is True and shock["shock_details"]["roots"] == ["a", "b", "c"]
+
+
+def test_personalization_panel_groups_ranks_by_treatment() -> None:
+    by_rank = [
+        {"treatment": "logged_in", "rank": 2, "changed": 0.5, "noise": 0.1, "personalization": 0.4},
+        {"treatment": "logged_in", "rank": 1, "changed": 0.2, "noise": 0.0, "personalization": 0.2},
+        {"treatment": "location=CA", "rank": 1, "changed": 0.3, "noise": 0.0, "personalization": 0.3},
+    ]
+    rounds = [{"rounds": 3, "complete": 3, "incomplete": 0, "waiting": 0, "skew_ms_median": 1.0}]
+    got = panels.personalization_panel(by_rank, rounds)
+    assert [t["treatment"] for t in got["treatments"]] == ["location=CA", "logged_in"]
+    assert [p["rank"] for p in got["treatments"][1]["ranks"]] == [1, 2]
+    assert got["rounds"]["complete"] == 3
+    none = panels.personalization_panel([], [{"rounds": 0, "skew_ms_median": math.nan}])
+    assert none == {"treatments": [], "rounds": None}
+
+
+def test_alerts_newest_first() -> None:
+    rows = [
+        {"created_at": "2026-01-01 00:00:00.000", "kind": "a"},
+        {"created_at": "2026-01-02 00:00:00.000", "kind": "b"},
+    ]
+    assert [a["kind"] for a in panels.alerts_panel(rows)] == ["b", "a"]
+
+
+def test_experiment_statements_are_the_reports() -> None:
+    query = ReportQuery("exp'1", "bing", burn_in_days=2)
+    got = queries.experiment_sql(query)
+    assert got["per_install"] == query.per_install_sql()
+    assert got["drops"] == query.drops_sql() and got["shares"] == query.element_shares_sql()
+    assert "box_present = 1" in got["box_per_install"] and "install_age_days >= 2" in got["box_per_install"]
+    assert "subject = 'exp\\'1/bing'" in got["srm_alerts"]
+    assert "startsWith(crawl_id, 'st-')" in queries.autocomplete_sql("st-")["churn"]
+    assert "LIMIT 7" in queries.alerts_sql(7)
+
+
+async def test_ttl_cache_reuses_answers_within_the_interval() -> None:
+    now = [0.0]
+    calls = []
+
+    async def compute() -> int:
+        calls.append(now[0])
+        return len(calls)
+
+    cache = TtlCache(ttl_s=2.0, max_entries=2, clock=lambda: now[0])
+    assert await cache.get(("a",), compute) == 1
+    now[0] = 1.9
+    assert await cache.get(("a",), compute) == 1  # still fresh
+    assert await cache.get(("b",), compute) == 2  # another key
+    now[0] = 2.5
+    assert await cache.get(("a",), compute) == 3  # expired: computed again
+    assert await cache.get(("c",), compute) == 4  # over max_entries: stale entries dropped
+    assert len(cache._entries) <= 2

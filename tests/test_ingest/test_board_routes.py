@@ -1,0 +1,145 @@
+"""The board's HTTP edge, built by the real app factory: the page needs no key and holds no
+data; every JSON endpoint needs the read scope; answers come from the store read-only."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from auditstream.settings import Settings
+from ingest.api_keys import KeyFile
+from ingest.app import create_app
+from streams.reports.experiment import ReportQuery
+from streams.storage.base import NoStore, QueryResult, Store
+
+
+class RecordingStore(Store):
+    """Answers every query with no rows and remembers what was asked."""
+
+    def __init__(self) -> None:
+        self.queries: list[tuple[str, bool]] = []
+
+    async def execute(self, sql: str) -> None:
+        raise AssertionError("the board never writes")
+
+    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
+        self.queries.append((sql, read_only))
+        return QueryResult()
+
+    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+        raise AssertionError("the board never writes")
+
+
+async def client_for(tmp_path: Path, store: Store) -> tuple[TestClient, dict[str, str]]:
+    settings = Settings(data_dir=tmp_path, kafka_bootstrap="127.0.0.1:9")
+    keys = KeyFile(settings.resolved_keys_file)
+    _, read = keys.create("reader", ("read",))
+    _, ingest = keys.create("extension", ("ingest",))
+    client = TestClient(TestServer(create_app(settings, store)))
+    await client.start_server()
+    return client, {"read": read, "ingest": ingest}
+
+
+App = tuple[TestClient, dict[str, str], RecordingStore]
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[App]:
+    store = RecordingStore()
+    client, keys = await client_for(tmp_path, store)
+    yield client, keys, store
+    await client.close()
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+async def test_page_and_assets_need_no_key_and_allow_nothing_foreign(app: App) -> None:
+    client, _, store = app
+    resp = await client.get("/board")
+    assert resp.status == 200 and resp.content_type == "text/html"
+    html = await resp.text()
+    assert '<script src="/board/static/board.js"' in html and 'id="panel-ctr"' in html
+    csp = resp.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "connect-src 'self'" in csp and "default-src 'none'" in csp
+    assert resp.headers["Referrer-Policy"] == "no-referrer"
+
+    js = await client.get("/board/static/board.js")
+    assert js.status == 200 and js.content_type == "text/javascript"
+    assert "Authorization" in await js.text()
+    assert (await client.get("/board/static/board.css")).content_type == "text/css"
+    missing = await client.get("/board/static/secrets.json")
+    assert missing.status == 404 and (await missing.json())["error"] == "not_found"
+    assert store.queries == []  # the page itself reads nothing
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/board/index",
+        "/v1/board/experiments/demo",
+        "/v1/board/autocomplete?study=s-",
+        "/v1/board/personalization/p1",
+        "/v1/board/alerts",
+    ],
+)
+async def test_every_endpoint_needs_the_read_scope(app: App, path: str) -> None:
+    client, keys, store = app
+    assert (await client.get(path)).status == 401
+    assert (await client.get(path, headers=bearer("wrong"))).status == 401
+    forbidden = await client.get(path, headers=bearer(keys["ingest"]))
+    assert forbidden.status == 403 and (await forbidden.json())["error"] == "forbidden"
+    assert store.queries == []
+    ok = await client.get(path, headers=bearer(keys["read"]))
+    assert ok.status == 200, await ok.text()
+    assert ok.headers["Cache-Control"] == "no-store"
+    assert store.queries and all(read_only for _, read_only in store.queries)
+
+
+async def test_empty_store_gives_empty_panels(app: App) -> None:
+    client, keys, store = app
+    index = await (await client.get("/v1/board/index", headers=bearer(keys["read"]))).json()
+    assert index == {"experiments": [], "autocomplete_studies": [], "personalization_studies": []}
+
+    resp = await client.get("/v1/board/experiments/demo?engine=bing", headers=bearer(keys["read"]))
+    doc = await resp.json()
+    assert doc["experiment_id"] == "demo" and doc["engine"] == "bing" and doc["burn_in_days"] == 4
+    assert doc["figure3"]["arms"] == [] and doc["box_subset"]["arms"] == []
+    assert doc["srm"]["status"] == "unregistered" and doc["drops"] == []
+    asked = [sql for sql, _ in store.queries]
+    assert ReportQuery("demo", "bing").per_install_sql() in asked  # the report's own statement
+
+    ac = await (await client.get("/v1/board/autocomplete", headers=bearer(keys["read"]))).json()
+    assert ac == {"study": "", "engine": "", "churn": [], "nmi": []}
+    ps = await (await client.get("/v1/board/personalization/p1", headers=bearer(keys["read"]))).json()
+    assert ps == {"study_id": "p1", "treatments": [], "rounds": None}
+    alerts = await (await client.get("/v1/board/alerts?limit=5", headers=bearer(keys["read"]))).json()
+    assert alerts == {"alerts": []}
+
+
+async def test_answers_are_reused_for_a_moment(app: App) -> None:
+    client, keys, store = app
+    for _ in range(3):
+        assert (await client.get("/v1/board/alerts", headers=bearer(keys["read"]))).status == 200
+    assert len(store.queries) == 1
+
+
+@pytest.mark.parametrize("query", ["ranks=0", "ranks=11", "ranks=x"])
+async def test_bad_parameters_are_400(app: App, query: str) -> None:
+    client, keys, _ = app
+    resp = await client.get(f"/v1/board/experiments/demo?{query}", headers=bearer(keys["read"]))
+    assert resp.status == 400 and (await resp.json())["error"] == "bad_request"
+
+
+async def test_store_down_is_503_with_retry_after(tmp_path: Path) -> None:
+    client, keys = await client_for(tmp_path, NoStore("no store here"))
+    try:
+        resp = await client.get("/v1/board/index", headers=bearer(keys["read"]))
+        assert resp.status == 503 and "Retry-After" in resp.headers
+        assert (await resp.json())["error"] == "store_unavailable"
+    finally:
+        await client.close()
