@@ -1,7 +1,8 @@
-"""``auditstream crawl``: autocomplete crawls (RAI): run, list and re-parse.
+"""``auditstream crawl``: autocomplete crawls (RAI) and SERP personalization studies.
 
-State (journal per crawl) lives under ``<data-dir>/autocomplete/state`` and raw
-responses under ``<data-dir>/autocomplete/archive`` unless given elsewhere.
+State (journal per crawl or study) lives under ``<data-dir>/<kind>/state`` and raw
+responses under ``<data-dir>/<kind>/archive`` (kind: ``autocomplete`` or ``serp``)
+unless given elsewhere.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -29,18 +31,25 @@ if TYPE_CHECKING:
     from collectors.autocomplete.crawler import CrawlSummary
     from collectors.autocomplete.engines import EngineAdapter
     from collectors.autocomplete.politeness import Politeness
-    from collectors.autocomplete.sinks import EventSink
     from collectors.autocomplete.state import CrawlJournal
+    from collectors.common.sinks import EventSink
+    from collectors.serp.crawler import RoundReport, StudySummary
 
 F = TypeVar("F", bound=Callable[..., Any])
-app = typer.Typer(help="Autocomplete crawls (RAI): run, list and re-parse.", no_args_is_help=True)
+app = typer.Typer(
+    help="Autocomplete crawls (RAI) and lock-step SERP studies: run, list and re-parse.",
+    no_args_is_help=True,
+)
 
 StateDir = Annotated[
-    Path | None, typer.Option("--state-dir", help="Crawl journals (default DATA_DIR/autocomplete/state)")
+    Path | None,
+    typer.Option("--state-dir", help="Journals (default DATA_DIR/autocomplete/state, DATA_DIR/serp/state)"),
 ]
 ArchiveDir = Annotated[
     Path | None,
-    typer.Option("--archive-dir", help="Raw responses (default DATA_DIR/autocomplete/archive)"),
+    typer.Option(
+        "--archive-dir", help="Raw responses (default DATA_DIR/autocomplete/archive, DATA_DIR/serp/archive)"
+    ),
 ]
 Url = Annotated[str, typer.Option(help="Base URL of ingest")]
 ApiKey = Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")]
@@ -53,8 +62,10 @@ def _reflowed(fn: F) -> F:
     return fn
 
 
-def _dirs(data_dir: Path | None, state_dir: Path | None, archive_dir: Path | None) -> tuple[Path, Path]:
-    base = load_settings(data_dir=data_dir).data_dir / "autocomplete"
+def _dirs(
+    data_dir: Path | None, state_dir: Path | None, archive_dir: Path | None, kind: str = "autocomplete"
+) -> tuple[Path, Path]:
+    base = load_settings(data_dir=data_dir).data_dir / kind
     return state_dir or base / "state", archive_dir or base / "archive"
 
 
@@ -70,7 +81,7 @@ def _setup_logging(level: str) -> None:
 
 
 def _sink(out: Path | None, url: str, api_key: str | None) -> EventSink:
-    from collectors.autocomplete.sinks import IngestSink, JsonlSink
+    from collectors.common.sinks import IngestSink, JsonlSink
 
     if out is not None:
         return JsonlSink(out)
@@ -131,8 +142,8 @@ async def _run_one(
     politeness: Politeness,
     show_progress: bool,
 ) -> CrawlSummary:
-    from collectors.autocomplete.archive import Archive
     from collectors.autocomplete.crawler import run_crawl
+    from collectors.common.archive import Archive
 
     def notify(message: str) -> None:
         console.print(f"[yellow]{message}")
@@ -246,11 +257,12 @@ def autocomplete(
     --out or --url (`auditstream crawl reparse` can re-send a whole crawl).
     """
     from collectors.autocomplete.crawler import check_params
-    from collectors.autocomplete.engines import parse_pairs, resolve
-    from collectors.autocomplete.exceptions import CrawlError
+    from collectors.autocomplete.engines import resolve
     from collectors.autocomplete.politeness import Politeness
     from collectors.autocomplete.schedule import parse_schedule, run_on_schedule
     from collectors.autocomplete.state import CrawlParams, CrawlStore, read_roots
+    from collectors.common.endpoints import parse_pairs
+    from collectors.common.exceptions import CrawlError
 
     _setup_logging(log_level)
     states, archive_path = _dirs(data_dir, state_dir, archive_dir)
@@ -373,12 +385,19 @@ def list_(
 @app.command()
 @_reflowed
 def reparse(
-    crawl_id: Annotated[str, typer.Option("--crawl-id", help="The saved crawl to re-parse")],
+    crawl_id: Annotated[
+        str | None, typer.Option("--crawl-id", help="The saved autocomplete crawl to re-parse")
+    ] = None,
+    study: Annotated[
+        str | None, typer.Option("--study", help="The saved SERP study (its id) to re-parse")
+    ] = None,
     out: Annotated[str, typer.Option(help="Write corrected events as JSON Lines here (- = stdout)")] = "-",
     post: Annotated[bool, typer.Option(help="Post the events to ingest instead of writing them")] = False,
     as_crawl_id: Annotated[
         str | None,
-        typer.Option(help="Emit under this new crawl id (new event ids) instead of the original"),
+        typer.Option(
+            help="Emit under this new crawl (or study) id, so new event ids, instead of the original"
+        ),
     ] = None,
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKey = None,
@@ -388,25 +407,31 @@ def reparse(
 ) -> None:
     """Rebuild a crawl's events by re-parsing its archived responses with today's parsers.
 
-    The crawled tree (queries, parents, depths) stays as crawled; each node's
-    suggestions and status, and the markers' counts, are recomputed. Events keep their
-    original event ids, so by default they are written as JSON Lines (to compare, or
-    to load in place of the old rows). Posted with --post under the same ids, ingest
-    keeps the first copy it stored, so that only fills in events that never arrived;
-    to store corrected events, post them with --as-crawl-id NEW_ID (a new crawl with
-    its own ids and markers).
-    """
-    from collectors.autocomplete.archive import Archive
-    from collectors.autocomplete.exceptions import CrawlError
-    from collectors.autocomplete.reparse import ReparseStats, reparse_events
-    from collectors.autocomplete.sinks import IngestSink, JsonlSink
-    from collectors.autocomplete.state import CrawlStore
+    Autocomplete (--crawl-id): the crawled tree (queries, parents, depths) stays as
+    crawled; each node's suggestions and status, and the markers' counts, are
+    recomputed. SERP study (--study): the rounds, profiles and send times stay as
+    crawled; each snapshot's status, result estimate and results are recomputed with
+    the current rules files.
 
-    states, archive_path = _dirs(data_dir, state_dir, archive_dir)
-    stats = ReparseStats()
+    Events keep their original event ids, so by default they are written as JSON Lines
+    (to compare, or to load in place of the old rows). Posted with --post under the
+    same ids, ingest keeps the first copy it stored, so that only fills in events that
+    never arrived; to store corrected events, post them with --as-crawl-id NEW_ID (a
+    new crawl or study with its own ids).
+    """
+    from collectors.common.archive import Archive
+    from collectors.common.exceptions import CrawlError
+    from collectors.common.sinks import IngestSink, JsonlSink
+
+    if (crawl_id is None) == (study is None):
+        raise fail("pass exactly one of --crawl-id (autocomplete) or --study (SERP)", 2)
+    states, archive_path = _dirs(data_dir, state_dir, archive_dir, "serp" if study else "autocomplete")
     try:
-        with CrawlStore(states).open(crawl_id) as journal:
-            events = list(reparse_events(journal, Archive(archive_path), stats, as_crawl_id=as_crawl_id))
+        if study is not None:
+            summary, events = _reparse_serp(study, states, Archive(archive_path), as_crawl_id)
+        else:
+            assert crawl_id is not None
+            summary, events = _reparse_autocomplete(crawl_id, states, Archive(archive_path), as_crawl_id)
         if post:
             sink = _sink(None, url, api_key)
             assert isinstance(sink, IngestSink)
@@ -420,9 +445,189 @@ def reparse(
             JsonlSink(out).write(events)
     except CrawlError as exc:
         raise fail(str(exc), 2) from None
+    console.print(f"{summary}; {len(events)} events {'posted' if post else 'written'}")
+
+
+def _reparse_autocomplete(
+    crawl_id: str, states: Path, archive: Any, as_crawl_id: str | None
+) -> tuple[str, list[dict[str, Any]]]:
+    from collectors.autocomplete.reparse import ReparseStats, reparse_events
+    from collectors.autocomplete.state import CrawlStore
+
+    stats = ReparseStats()
+    with CrawlStore(states).open(crawl_id) as journal:
+        events = list(reparse_events(journal, archive, stats, as_crawl_id=as_crawl_id))
     for problem in stats.problems[:10]:
         console.print(f"[yellow]{problem}")
-    console.print(
+    summary = (
         f"re-parsed {stats.nodes} nodes: {stats.changed} changed, {stats.unarchived} kept as recorded "
-        f"(no archived answer); {len(events)} events {'posted' if post else 'written'}"
+        "(no archived answer)"
     )
+    return summary, events
+
+
+def _reparse_serp(
+    study_id: str, states: Path, archive: Any, as_study_id: str | None
+) -> tuple[str, list[dict[str, Any]]]:
+    from pydantic import ValidationError
+
+    from collectors.common.exceptions import CrawlConfigError
+    from collectors.serp.reparse import ReparseStats, reparse_events
+    from collectors.serp.state import StudyStore
+
+    stats = ReparseStats()
+    with StudyStore(states).open_saved(study_id) as journal:
+        try:
+            events = list(reparse_events(journal, archive, stats, as_study_id=as_study_id))
+        except ValidationError as exc:  # only a bad --as-crawl-id can make the recorded rounds invalid
+            first = exc.errors(include_input=False)[0]
+            raise CrawlConfigError(
+                f"--as-crawl-id {as_study_id!r}: {first['loc'][0]}: {first['msg']}"
+            ) from None
+    for problem in stats.problems[:10]:
+        console.print(f"[yellow]{problem}")
+    summary = (
+        f"re-parsed {stats.snapshots} snapshots of {stats.rounds} rounds: {stats.changed} changed, "
+        f"{stats.unarchived} kept as recorded (no archived page)"
+    )
+    return summary, events
+
+
+def _print_round(report: RoundReport) -> None:
+    statuses = Counter(report.statuses.values())
+    text = " ".join(f"{k}={v}" for k, v in sorted(statuses.items()))
+    colour = "" if set(statuses) == {"ok"} else "[yellow]"
+    console.print(
+        f"{colour}{report.round_id} {report.query!r}: skew {report.skew_ms:.0f} ms "
+        f"(launch {report.launch_skew_ms:.1f} ms, {report.late_ms:+.1f} ms after the slot) {text}"
+    )
+
+
+def _print_study(summary: StudySummary) -> None:
+    statuses = summary.statuses()
+    columns = sorted({s for c in statuses.values() for s in c})
+    table = Table(title=f"study {summary.study_id}: rounds per status", title_justify="left")
+    for col in ("profile", *columns):
+        table.add_column(col)
+    for profile, counts in statuses.items():
+        table.add_row(profile, *(str(counts[c]) for c in columns))
+    if statuses:
+        console.print(table)
+    done = len(summary.rounds)
+    skew = (
+        f"skew median {summary.median_skew_ms:.0f} ms, max {summary.max_skew_ms:.0f} ms"
+        if summary.rounds
+        else "no rounds yet"
+    )
+    console.print(
+        f"rounds: {done} recorded, {len(summary.missed)} missed, {len(summary.undelivered)} undelivered "
+        f"of {summary.total_rounds}; {skew} (max sent_at - min sent_at per round)"
+    )
+    console.print("finished" if summary.finished else "not finished: run the same command to resume")
+
+
+@app.command()
+@_reflowed
+def serp(
+    study: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="The study file (TOML)")],
+    out: Annotated[
+        Path | None, typer.Option(help="Append events to this JSON Lines file instead of posting them")
+    ] = None,
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKey = None,
+    endpoint: Annotated[
+        list[str] | None,
+        typer.Option(help="Engine origin override, ENGINE=URL (e.g. google=http://127.0.0.1:8765)"),
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Validate the study and show its first slots; fetch nothing")
+    ] = False,
+    chromium: Annotated[str, typer.Option(help="Chromium for fetcher = 'browser'")] = "/usr/bin/chromium",
+    data_dir: DataDir = None,
+    state_dir: StateDir = None,
+    archive_dir: ArchiveDir = None,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR")] = "WARNING",
+) -> None:
+    """Run a personalization study: every profile sends the same query at the same moment.
+
+    The study file declares the engine, the queries (run in order, one per round,
+    spaced by `spacing`, default 11 minutes), the profiles (one control, one
+    control_twin configured identically to measure noise, and treatments such as
+    logged_in or location=Boston, each with its own cookies, User-Agent, language and
+    proxy) and how long to run (days and/or rounds). Its format is documented in
+    collectors/serp/study.py; collectors/serp/examples/study.toml is an example.
+
+    Rounds sit on a fixed clock grid from the study's start: a slow profile fails
+    alone at the round deadline and never shifts the others or the next round. Each
+    round emits one serp_snapshot per profile with a shared round_id; sent_at is the
+    profile's request start, so max - min sent_at per round is the lock-step skew
+    (printed per round and in the summary). Pages are archived for `auditstream crawl
+    reparse --study ID`.
+
+    Killed or interrupted, the study resumes when the same command runs again: done
+    rounds are skipped, a round cut off mid-way or whose slot has passed is recorded
+    as missed, and the crawl continues at the next slot. Re-sent rounds keep their
+    event ids, so ingest stores each snapshot once.
+    """
+    from collectors.common.endpoints import parse_pairs
+    from collectors.common.exceptions import CrawlError
+    from collectors.serp.runner import crawl_study
+    from collectors.serp.schedule import Grid
+    from collectors.serp.study import load_study
+
+    _setup_logging(log_level)
+    try:
+        spec = load_study(study)
+        endpoints = parse_pairs(endpoint or [], "endpoint", "=")
+        unknown = set(endpoints) - {spec.study.engine}
+        if unknown:
+            raise fail(f"--endpoint for {sorted(unknown)}, but the study runs {spec.study.engine}", 2)
+    except CrawlError as exc:
+        raise fail(escape(str(exc)), 2) from None
+    states, archive_path = _dirs(data_dir, state_dir, archive_dir, "serp")
+    if check:
+        grid = Grid.of(spec, spec.study.start or datetime.now(UTC))
+        roles = ", ".join(
+            f"{p.id} ({p.role}{': ' + p.treatment if p.treatment else ''})" for p in spec.profiles
+        )
+        console.print(
+            f"study {spec.id} on {spec.study.engine}: {len(spec.queries)} queries, profiles {roles}"
+        )
+        when = "" if spec.study.start else " if it started now"
+        console.print(
+            f"{spec.total_rounds} rounds, spacing {spec.study.spacing:g}s, round deadline "
+            f"{spec.round_timeout:g}s, last slot {grid.end.isoformat()}{when}"
+        )
+        for k in range(min(spec.total_rounds, 5)):
+            query = spec.queries[grid.query_index(k)].text
+            console.print(f"  {grid.round_id(k)} at {grid.slot(k).isoformat()}: {query!r}")
+        return
+    sink = _sink(out, url, api_key)
+
+    async def main() -> StudySummary:
+        try:
+            return await crawl_study(
+                spec,
+                state_dir=states,
+                archive_dir=archive_path,
+                sink=sink,
+                endpoint=endpoints.get(spec.study.engine),
+                chromium=chromium,
+                notify=lambda m: console.print(f"[yellow]{m}"),
+                on_round=_print_round,
+                on_open=lambda s: console.print(
+                    f"study {spec.id}: {len(s.rounds)} of {s.total_rounds} rounds recorded, "
+                    f"{len(s.missed)} missed" + (" (finished)" if s.finished else "")
+                ),
+            )
+        finally:
+            await sink.aclose()
+
+    try:
+        summary = asyncio.run(main())
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted; state saved: run the same command to resume study {spec.id}")
+        raise typer.Exit(130) from None
+    except CrawlError as exc:
+        raise fail(escape(str(exc))) from None
+    _print_study(summary)

@@ -1,4 +1,4 @@
-"""``auditstream parse``: run a parser on a saved response, to check or debug it."""
+"""``auditstream parse``: run a parser on a saved response or result page, to check or debug it."""
 
 from __future__ import annotations
 
@@ -41,4 +41,28 @@ def suggestions(
     except OSError as exc:
         raise fail(f"cannot read {file}: {exc}", 2) from None
     parsed = parse_response(fmt, body, http_status, query=query)
+    typer.echo(orjson.dumps(parsed.to_json(), option=orjson.OPT_INDENT_2).decode())
+
+
+@app.command()
+def serp(
+    file: Annotated[Path, typer.Argument(help="Saved result page (- = stdin)")],
+    engine: Annotated[str, typer.Option(help="google or bing")] = "google",
+    http_status: Annotated[int, typer.Option(help="HTTP status the page came with")] = 200,
+) -> None:
+    """Print {status, result_estimate, language, components: [{rank, section, type, url, title}]} as JSON.
+
+    Ranks count every component in page order (sections top, main, bottom, side as the
+    engine's rules file lists them); url is normalized, "" when a component has no link.
+    """
+    from collectors.serp.parser import parse_serp
+    from collectors.serp.rulebook import rules_engines
+
+    if engine not in rules_engines():
+        raise fail(f"unknown engine {engine!r}; known: {', '.join(rules_engines())}", 2)
+    try:
+        body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    except OSError as exc:
+        raise fail(f"cannot read {file}: {exc}", 2) from None
+    parsed = parse_serp(engine, body, http_status=http_status)
     typer.echo(orjson.dumps(parsed.to_json(), option=orjson.OPT_INDENT_2).decode())

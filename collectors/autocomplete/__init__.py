@@ -7,10 +7,13 @@ one ``autocomplete_node`` event per submitted node between ``crawl_started`` and
 - ``parsers``: response body -> suggestions, by format name (``PARSERS``); never raise.
 - ``bfs``: the frontier of one root's crawl; pure, deterministic, replayable.
 - ``engines``: the (engine, format, URL builder) table and endpoint overrides.
-- ``politeness``: rate limiter with jitter, exponential backoff, circuit breaker.
+- ``politeness``: the per-engine limits (rate, jitter, backoff, breaker settings).
 - ``fetch``: aiohttp session and the polite per-engine client.
-- ``archive``: content-addressed raw responses (``raw_ref``), for later re-parsing.
 - ``state``: per-crawl parameters and append-only journal (resume).
-- ``events`` and ``sinks``: schema-validated events, to ingest or a JSON Lines file.
+- ``events``: schema-validated events.
 - ``crawler``: one round; ``schedule``: rounds at UTC times; ``reparse``: rebuild events.
+
+Shared with the SERP collector, in ``collectors.common``: the content-addressed
+archive (``raw_ref``), the journal, the sinks (ingest or a JSON Lines file), the
+rate limiter, backoff and circuit breaker.
 """

@@ -11,20 +11,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.autocomplete.archive import Archive
 from collectors.autocomplete.bfs import Frontier, Node
 from collectors.autocomplete.engines import EngineAdapter
 from collectors.autocomplete.events import completed_event, node_event, started_event
-from collectors.autocomplete.exceptions import CrawlConfigError, CrawlError, CrawlStateError
 from collectors.autocomplete.fetch import EngineClient, Fetched, open_clients
 from collectors.autocomplete.parsers import MAX_TEXT, query_key
 from collectors.autocomplete.politeness import Politeness
-from collectors.autocomplete.sinks import EventSink
 from collectors.autocomplete.state import CrawlJournal, CrawlParams
+from collectors.common.archive import Archive
+from collectors.common.exceptions import CrawlConfigError, CrawlStateError, unwrap_group
+from collectors.common.sinks import EventSink
 
 log = logging.getLogger(__name__)
 
@@ -200,20 +200,6 @@ class _RootCrawl:
         self._complete(node.query, parsed.status, record["suggestions"])
 
 
-def _leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            yield from _leaves(exc)
-        else:
-            yield exc
-
-
-def _unwrap(group: BaseExceptionGroup) -> BaseException:
-    """The operator's error (e.g. ingest unreachable) rather than a nested task group."""
-    leaves = list(_leaves(group))
-    return next((e for e in leaves if isinstance(e, CrawlError)), leaves[0] if len(leaves) == 1 else group)
-
-
 async def run_crawl(
     journal: CrawlJournal,
     adapters: Sequence[EngineAdapter],
@@ -249,7 +235,7 @@ async def run_crawl(
                 for c in crawls:
                     tg.create_task(c.run())
         except BaseExceptionGroup as group:
-            raise _unwrap(group) from None
+            raise unwrap_group(group) from None
         summary = CrawlSummary(
             params.crawl_id,
             [c.summary for c in crawls],

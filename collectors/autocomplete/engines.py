@@ -12,9 +12,10 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode
 
-from collectors.autocomplete.exceptions import CrawlConfigError
+from collectors.common.endpoints import rebase
+from collectors.common.exceptions import CrawlConfigError
 
 Params = Callable[["EngineAdapter", str], list[tuple[str, str]]]
 
@@ -37,11 +38,7 @@ class EngineAdapter:
 
     def with_base(self, override: str) -> EngineAdapter:
         """This adapter at another origin (and path, if the override has one)."""
-        new, old = urlsplit(override), urlsplit(self.base_url)
-        if not new.scheme or not new.netloc:
-            raise CrawlConfigError(f"endpoint for {self.engine} must be an absolute URL: {override!r}")
-        path = new.path if new.path not in ("", "/") else old.path
-        return dataclasses.replace(self, base_url=urlunsplit((new.scheme, new.netloc, path, "", "")))
+        return dataclasses.replace(self, base_url=rebase(self.base_url, override, self.engine))
 
 
 ADAPTERS: tuple[EngineAdapter, ...] = (
@@ -107,16 +104,4 @@ def resolve(
         adapter = dataclasses.replace(BY_KEY[engine, fmt], lang=lang, market=market, cvid=cvid)
         override = endpoints.get(f"{engine}:{fmt}") or endpoints.get(engine)
         out.append(adapter.with_base(override) if override else adapter)
-    return out
-
-
-def parse_pairs(items: Sequence[str], what: str, sep: str) -> dict[str, str]:
-    """``["google:firefox", "bing=..."]``-style CLI values into a dict (comma lists allowed)."""
-    out: dict[str, str] = {}
-    for item in items:
-        for part in item.split(",") if what == "format" else [item]:
-            key, found, value = part.strip().partition(sep)
-            if not found or not key or not value:
-                raise CrawlConfigError(f"--{what} expects ENGINE{sep}VALUE, got {part!r}")
-            out[key.strip()] = value.strip()
     return out

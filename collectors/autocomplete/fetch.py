@@ -20,23 +20,11 @@ import aiohttp
 
 from collectors.autocomplete.engines import EngineAdapter
 from collectors.autocomplete.parsers import ParsedResponse, parse_response
-from collectors.autocomplete.politeness import Backoff, CircuitBreaker, Politeness, RateLimiter
+from collectors.autocomplete.politeness import Politeness
+from collectors.common.http import RawResponse, network_error, read_capped, retry_after, retryable
+from collectors.common.politeness import Backoff, CircuitBreaker, RateLimiter
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RawResponse:
-    """One HTTP exchange; ``http_status`` is 0 when no answer came (``error`` says why)."""
-
-    url: str
-    http_status: int
-    body: bytes
-    fetched_at: datetime
-    content_type: str = ""
-    charset: str | None = None
-    error: str = ""
-    retry_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -44,28 +32,6 @@ class Fetched:
     raw: RawResponse
     parsed: ParsedResponse
     attempts: int
-
-
-def _retryable(status: int) -> bool:
-    return status in (0, 429) or status >= 500
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> bytes:
-    """The body, cut at ``cap`` bytes (a suggestion answer is a few kB; anything huge is wrong)."""
-    chunks, size = [], 0
-    async for chunk in resp.content.iter_chunked(64 * 1024):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= cap:
-            break
-    return b"".join(chunks)[:cap]
 
 
 class EngineClient:
@@ -109,7 +75,7 @@ class EngineClient:
                     self.adapter.format, raw.body, raw.http_status, query=query, charset=raw.charset
                 )
             self.breaker.record(parsed.status)
-            if not _retryable(raw.http_status) or attempt >= self.politeness.max_retries:
+            if not retryable(raw.http_status) or attempt >= self.politeness.max_retries:
                 return Fetched(raw, parsed, attempt + 1)
             delay = self.backoff.delay(attempt, raw.retry_after)
             log.info(
@@ -135,7 +101,7 @@ class EngineClient:
         self.requests += 1
         try:
             async with self._session.get(url, headers={"Accept-Language": self.adapter.lang}) as resp:
-                body = await _read_capped(resp, self.politeness.max_body_bytes)
+                body = await read_capped(resp, self.politeness.max_body_bytes)
                 return RawResponse(
                     url,
                     resp.status,
@@ -143,11 +109,10 @@ class EngineClient:
                     datetime.now(UTC),
                     resp.content_type,
                     resp.charset,
-                    retry_after=_retry_after(resp.headers.get("Retry-After")),
+                    retry_after=retry_after(resp.headers.get("Retry-After")),
                 )
         except (aiohttp.ClientError, TimeoutError) as exc:
-            error = "timeout" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
-            return RawResponse(url, 0, b"", datetime.now(UTC), error=error[:200])
+            return RawResponse(url, 0, b"", datetime.now(UTC), error=network_error(exc))
 
 
 @contextlib.asynccontextmanager

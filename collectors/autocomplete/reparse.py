@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.autocomplete.archive import Archive
 from collectors.autocomplete.bfs import Node
 from collectors.autocomplete.crawler import FAILED
 from collectors.autocomplete.events import completed_event, node_event, started_event
-from collectors.autocomplete.exceptions import ArchiveError
 from collectors.autocomplete.parsers import ParsedSuggestion, Status, parse_response
 from collectors.autocomplete.state import CrawlJournal
+from collectors.common.archive import Archive
+from collectors.common.exceptions import ArchiveError
 
 
 @dataclass

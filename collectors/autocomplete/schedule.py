@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, time, timedelta
 
-from collectors.autocomplete.exceptions import CrawlConfigError
+from collectors.common.exceptions import CrawlConfigError
 
 _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 

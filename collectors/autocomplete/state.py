@@ -4,31 +4,26 @@ One directory per crawl under the state dir:
 
 - ``crawl.json``: the parameters and ``finished_at``, written atomically (tmp + rename);
 - ``journal.jsonl``: one line per finished step (``started``, ``node``, ``completed``),
-  appended and fsynced before the crawler moves on.
+  appended and fsynced before the crawler moves on (``collectors.common.journal``).
 
 The journal, not a snapshot of the queue, is the state: the frontier is a pure
 function of the node results (see ``bfs``), so replaying them rebuilds it exactly, and
-each step costs one short append instead of rewriting a growing file. A line torn by a
-crash is dropped when the journal is opened. A ``lock`` file (flock) keeps a second
-process from writing the same crawl.
+each step costs one short append instead of rewriting a growing file.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
-import tempfile
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
-from collectors.autocomplete.exceptions import CrawlStateError
+from collectors.common.exceptions import CrawlStateError
+from collectors.common.journal import Journal, read_journal, write_atomic
 
 
 @dataclass(frozen=True)
@@ -77,49 +72,17 @@ class CrawlParams:
         )
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-class CrawlJournal:
+class CrawlJournal(Journal):
     """One crawl's parameters and finished steps; ``append`` is safe from worker threads."""
 
     def __init__(self, directory: Path, params: CrawlParams, finished_at: str | None) -> None:
-        self.directory = directory
+        super().__init__(directory, f"crawl {params.crawl_id}")
         self.params = params
         self.finished_at = finished_at
-        self.records: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._owner = _take_ownership(directory, params.crawl_id)
-        path = directory / "journal.jsonl"
-        if path.exists():
-            self.records = read_journal(path, repair=True)
-        self._fh = path.open("ab")
-
-    def append(self, record: dict[str, Any]) -> None:
-        line = orjson.dumps(record) + b"\n"
-        with self._lock:
-            self._fh.write(line)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self.records.append(record)
 
     def finish(self) -> None:
         self.finished_at = datetime.now(UTC).isoformat()
-        _write_atomic(self.directory / "crawl.json", _crawl_doc(self.params, self.finished_at))
-
-    def close(self) -> None:
-        self._fh.close()
-        self._owner.close()  # releases the lock
+        write_atomic(self.directory / "crawl.json", _crawl_doc(self.params, self.finished_at))
 
     def __enter__(self) -> CrawlJournal:
         return self
@@ -138,37 +101,8 @@ class CrawlJournal:
         return next(self.of(kind, engine, root), None) is not None
 
 
-def _take_ownership(directory: Path, crawl_id: str) -> IO[bytes]:
-    """One process per crawl: two writers would interleave one journal."""
-    fh = (directory / "lock").open("ab")
-    try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
-        raise CrawlStateError(f"crawl {crawl_id} is open in another process") from None
-    return fh
-
-
 def _crawl_doc(params: CrawlParams, finished_at: str | None) -> bytes:
     return orjson.dumps({**params.to_json(), "finished_at": finished_at}, option=orjson.OPT_INDENT_2)
-
-
-def read_journal(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
-    """Every whole line; with ``repair`` (the owner only) a torn tail is cut off so appends stay clean."""
-    data = path.read_bytes()
-    records, good = [], 0
-    for line in data.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break
-        try:
-            records.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            break
-        good += len(line)
-    if repair and good != len(data):
-        with path.open("r+b") as fh:
-            fh.truncate(good)
-    return records
 
 
 @dataclass(frozen=True)
@@ -194,7 +128,7 @@ class CrawlStore:
         if (directory / "crawl.json").exists():
             raise CrawlStateError(f"crawl {params.crawl_id} already exists; resume it with --resume")
         directory.mkdir(parents=True, exist_ok=True)
-        _write_atomic(directory / "crawl.json", _crawl_doc(params, None))
+        write_atomic(directory / "crawl.json", _crawl_doc(params, None))
         return CrawlJournal(directory, params, None)
 
     def info(self, crawl_id: str) -> CrawlInfo:

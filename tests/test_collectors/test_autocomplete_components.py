@@ -11,14 +11,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from pydantic import TypeAdapter
 
-from collectors.autocomplete.archive import Archive
 from collectors.autocomplete.bfs import Node
-from collectors.autocomplete.engines import parse_pairs, resolve
+from collectors.autocomplete.engines import resolve
 from collectors.autocomplete.events import completed_event, node_event, node_event_id, started_event
-from collectors.autocomplete.exceptions import ArchiveError, CrawlConfigError, CrawlStateError
 from collectors.autocomplete.parsers import ParsedSuggestion
 from collectors.autocomplete.schedule import next_run, parse_schedule, run_on_schedule
 from collectors.autocomplete.state import CrawlParams, CrawlStore, read_roots
+from collectors.common.archive import Archive
+from collectors.common.endpoints import parse_pairs
+from collectors.common.exceptions import ArchiveError, CrawlConfigError, CrawlStateError
 from schemas.events import AnyEvent
 
 EVENT = TypeAdapter(AnyEvent)

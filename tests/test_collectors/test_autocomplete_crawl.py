@@ -25,12 +25,12 @@ from typer.testing import CliRunner
 
 from auditstream.cli import app
 from collectors.autocomplete import parsers
-from collectors.autocomplete.archive import Archive
 from collectors.autocomplete.crawler import CrawlSummary, run_crawl
 from collectors.autocomplete.engines import resolve
 from collectors.autocomplete.politeness import Politeness
-from collectors.autocomplete.sinks import JsonlSink
 from collectors.autocomplete.state import CrawlParams, CrawlStore
+from collectors.common.archive import Archive
+from collectors.common.sinks import JsonlSink
 from schemas.events import AnyEvent
 from tests.fakes.suggest_server import FakeSuggestServer
 from tests.helpers import wait_for
@@ -457,8 +457,8 @@ def test_cli_posts_to_ingest_and_reparse_can_post_a_corrected_copy(
 def test_ingest_refusing_events_stops_the_crawl_before_journaling_them(
     tmp_path: Path, server: FakeSuggestServer
 ) -> None:
-    from collectors.autocomplete.exceptions import CrawlError
-    from collectors.autocomplete.sinks import IngestSink
+    from collectors.common.exceptions import CrawlError
+    from collectors.common.sinks import IngestSink
 
     store = CrawlStore(tmp_path / "state")
     params = CrawlParams(crawl_id="ac-401", roots=("alpha", "alpha beta"), engines=(("google", "psy-ab"),))

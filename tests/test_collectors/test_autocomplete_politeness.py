@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from collectors.autocomplete.politeness import Backoff, CircuitBreaker, RateLimiter
+from collectors.common.politeness import Backoff, CircuitBreaker, RateLimiter
 
 
 class FakeClock:

@@ -15,7 +15,7 @@ from typing import IO, Any, Protocol
 
 import orjson
 
-from collectors.autocomplete.exceptions import CrawlError
+from collectors.common.exceptions import CrawlError
 from collectors.simulate.poster import post_batches
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from collectors.autocomplete.exceptions import ArchiveError
+from collectors.common.exceptions import ArchiveError
 
 PREFIX = "sha256:"
 

@@ -1,0 +1,56 @@
+"""One HTTP exchange as a plain record, and the rules for retrying one.
+
+Fetchers return a :class:`RawResponse` instead of raising, so a crawler records what
+it saw (a timeout is a result too) and decides about retries in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import aiohttp
+
+
+@dataclass(frozen=True)
+class RawResponse:
+    """One HTTP exchange; ``http_status`` is 0 when no answer came (``error`` says why)."""
+
+    url: str
+    http_status: int
+    body: bytes
+    fetched_at: datetime
+    content_type: str = ""
+    charset: str | None = None
+    error: str = ""
+    retry_after: float | None = None
+
+
+def retryable(status: int) -> bool:
+    """No answer, 429 or 5xx: worth asking again after a pause."""
+    return status in (0, 429) or status >= 500
+
+
+def retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds (the HTTP-date form is ignored)."""
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+async def read_capped(resp: aiohttp.ClientResponse, cap: int) -> bytes:
+    """The body, cut at ``cap`` bytes: an answer far larger than a page is wrong anyway."""
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(64 * 1024):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= cap:
+            break
+    return b"".join(chunks)[:cap]
+
+
+def network_error(exc: BaseException) -> str:
+    """A short reason for ``RawResponse.error``."""
+    text = "timeout" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+    return text[:200]

@@ -1,0 +1,355 @@
+"""Lock-step rounds (Hannak et al.): at each slot every profile sends the same query at once.
+
+Round ``k`` has a slot ``T_k`` on the study's grid (``schedule``) and a deadline
+``T_k + round_timeout`` (shorter than the spacing). In a round:
+
+1. every profile's fetch is launched together; the start of the request whose answer
+   is recorded is the profile's ``sent_at``;
+2. a failed attempt (no answer, 5xx) is retried with backoff while the deadline
+   allows; the deadline cuts every attempt, so a slow profile fails alone and late;
+3. answers are archived and parsed, and the whole round is journaled as one ``round``
+   record with its skew (``max(sent_at) - min(sent_at)``, the figure the stream side
+   recomputes from the events), ``launch_skew_ms`` (first attempts, monotonic clock)
+   and ``late_ms`` (first launch after the slot);
+4. the round's events go to the sink in one batch, then ``emitted`` is journaled.
+
+The scheduler starts round ``k`` at ``T_k`` without waiting for round ``k-1``: a
+slow round or a slow sink never shifts the grid. Undelivered rounds are retried after
+each round and at the end (the crawl goes on while ingest is down).
+
+Resume: rounds journaled as ``round`` are done; a ``round`` without ``emitted`` is
+re-sent (same event ids); a round started but not recorded, or whose slot passed
+more than ``max_start_delay`` ago, is journaled ``missed`` and never run: the crawler
+resumes at the next slot still ahead, and a partial round is never emitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from collectors.common.archive import Archive
+from collectors.common.exceptions import CrawlError, CrawlStateError, unwrap_group
+from collectors.common.http import RawResponse
+from collectors.common.politeness import Backoff
+from collectors.common.sinks import EventSink
+from collectors.serp.engines import SerpEngine
+from collectors.serp.events import round_events
+from collectors.serp.fetchers import Fetcher
+from collectors.serp.parser import ParsedSerp, parse_serp
+from collectors.serp.schedule import Grid
+from collectors.serp.state import StudyJournal
+from collectors.serp.study import Profile, Study
+
+log = logging.getLogger(__name__)
+
+FAILED = frozenset({"captcha", "blocked", "error"})
+
+
+PREPARE_S = 0.25
+"""A round is set up (journaled as started) this long before its slot, so the launch is on time."""
+
+
+async def _sleep_until(ts: float) -> None:
+    while (left := ts - time.time()) > 0:
+        await asyncio.sleep(min(left, 30.0))  # re-read the wall clock: it can jump
+
+
+def retryable(http_status: int) -> bool:
+    """No answer or a 5xx. Not a 429: asking again within seconds only deepens a block."""
+    return http_status == 0 or http_status >= 500
+
+
+def _iso_ms(ts: float) -> str:
+    """A Unix time as ISO 8601 UTC with milliseconds (the precision ``sent_at`` is stored with)."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    round: int
+    round_id: str
+    query: str
+    slot: str
+    skew_ms: float
+    launch_skew_ms: float
+    late_ms: float
+    statuses: dict[str, str]
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> RoundReport:
+        return cls(
+            record["round"],
+            record["round_id"],
+            record["query"],
+            record["slot"],
+            record["skew_ms"],
+            record["launch_skew_ms"],
+            record["late_ms"],
+            {p["profile_id"]: p["status"] for p in record["profiles"]},
+        )
+
+
+@dataclass
+class StudySummary:
+    study_id: str
+    total_rounds: int
+    rounds: list[RoundReport]
+    missed: dict[int, str]
+    undelivered: list[int]
+    finished: bool
+
+    @property
+    def max_skew_ms(self) -> float | None:
+        return max((r.skew_ms for r in self.rounds), default=None)
+
+    @property
+    def median_skew_ms(self) -> float | None:
+        return statistics.median(r.skew_ms for r in self.rounds) if self.rounds else None
+
+    def statuses(self) -> dict[str, Counter[str]]:
+        out: dict[str, Counter[str]] = {}
+        for r in self.rounds:
+            for profile, status in r.statuses.items():
+                out.setdefault(profile, Counter())[status] += 1
+        return out
+
+
+def summarize(journal: StudyJournal, total_rounds: int) -> StudySummary:
+    """The study so far, from its journal (every run, not only this one)."""
+    emitted = journal.rounds("emitted")
+    rounds = sorted((RoundReport.of(r) for r in journal.of("round")), key=lambda r: r.round)
+    missed = {int(r["round"]): str(r["reason"]) for r in journal.of("missed")}
+    return StudySummary(
+        journal.study_id,
+        total_rounds,
+        rounds,
+        missed,
+        sorted({r.round for r in rounds} - emitted),
+        journal.finished_at is not None,
+    )
+
+
+@dataclass
+class _Attempt:
+    raw: RawResponse
+    started: float
+    """Unix time the recorded attempt started."""
+    first_wall: float
+    first_mono: float
+    """Unix and monotonic time the first attempt started."""
+    attempts: int
+
+
+@dataclass
+class _Run:
+    journal: StudyJournal
+    study: Study
+    grid: Grid
+    engine: SerpEngine
+    fetchers: Mapping[str, Fetcher]
+    archive: Archive
+    sink: EventSink
+    notify: Callable[[str], None]
+    on_round: Callable[[RoundReport], None] | None
+    backoff: Backoff = field(init=False)
+    records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    emitted: set[int] = field(default_factory=set)
+    missed: set[int] = field(default_factory=set)
+    _delivering: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        self.backoff = Backoff(
+            self.study.study.retry_backoff, self.study.round_timeout, rng=random.Random(self.study.id)
+        )
+        self.records = {int(r["round"]): r for r in self.journal.of("round")}
+        self.emitted = self.journal.rounds("emitted")
+        self.missed = self.journal.rounds("missed")
+
+    async def _append(self, record: dict[str, Any]) -> None:
+        await asyncio.to_thread(self.journal.append, record)
+
+    async def _miss(self, k: int, reason: str) -> None:
+        self.missed.add(k)
+        await self._append(
+            {"kind": "missed", "round": k, "round_id": self.grid.round_id(k), "reason": reason}
+        )
+        log.warning("round %s missed: %s", self.grid.round_id(k), reason)
+
+    async def run(self) -> None:
+        started = self.journal.rounds("round_started")
+        for k in sorted(started - set(self.records) - self.missed):
+            await self._miss(k, "interrupted mid-round (the crawler stopped); never emitted")
+        await self.deliver()
+        delay_ok = self.study.max_start_delay
+        async with asyncio.TaskGroup() as tg:
+            for k in range(self.grid.total):
+                if k in self.records or k in self.missed:
+                    continue
+                slot = self.grid.slot(k).timestamp()
+                if (late := time.time() - slot) > delay_ok:
+                    await self._miss(k, f"its slot passed {late:.3f}s before the crawler reached it")
+                    continue
+                await _sleep_until(slot - min(PREPARE_S, self.study.study.spacing / 4))
+                if (late := time.time() - slot) > delay_ok:
+                    await self._miss(k, f"started {late:.3f}s late (more than max_start_delay)")
+                    continue
+                tg.create_task(self._round(k, slot))
+        await self.deliver()
+
+    async def _round(self, k: int, slot: float) -> None:
+        query = self.study.queries[self.grid.query_index(k)]
+        url = self.engine.url(query.text, self.study.study.url_params)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (slot + self.study.round_timeout - time.time())
+        await self._append({"kind": "round_started", "round": k})  # fsynced before the slot, not in it
+        await _sleep_until(slot)
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(self._fetch(p, url, deadline)) for p in self.study.profiles]
+        attempts = [t.result() for t in tasks]
+        profiles = await asyncio.gather(
+            *(self._record(p, a, query.text, k) for p, a in zip(self.study.profiles, attempts, strict=True))
+        )
+        starts = [datetime.fromisoformat(p["sent_at"]).timestamp() for p in profiles]
+        firsts = [a.first_mono for a in attempts]
+        record = {
+            "kind": "round",
+            "round": k,
+            "round_id": self.grid.round_id(k),
+            "study_id": self.study.id,
+            "engine": self.engine.name,
+            "query": query.text,
+            "category": query.category,
+            "slot": _iso_ms(slot),
+            "skew_ms": round((max(starts) - min(starts)) * 1000, 3),
+            "launch_skew_ms": round((max(firsts) - min(firsts)) * 1000, 3),
+            "late_ms": round((min(a.first_wall for a in attempts) - slot) * 1000, 3),
+            "profiles": profiles,
+        }
+        await self._append(record)
+        self.records[k] = record
+        report = RoundReport.of(record)
+        if self.on_round is not None:
+            self.on_round(report)
+        failed = {p: s for p, s in report.statuses.items() if s in FAILED}
+        if failed:
+            self.notify(f"round {report.round_id}: {failed}")
+        await self.deliver()
+
+    async def _fetch(self, profile: Profile, url: str, deadline: float) -> _Attempt:
+        loop = asyncio.get_running_loop()
+        fetcher = self.fetchers[profile.id]
+        first_wall, first_mono, attempts = time.time(), loop.time(), 0
+        while True:
+            started = time.time()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raw = RawResponse(url, 0, b"", datetime.now(UTC), error="round deadline passed")
+            else:
+                raw = await fetcher.fetch(url, time_limit=min(self.study.study.fetch_timeout, remaining))
+            attempts += 1
+            if not retryable(raw.http_status) or attempts > self.study.study.retries:
+                break
+            pause = self.backoff.delay(attempts - 1, raw.retry_after)
+            if loop.time() + pause >= deadline:
+                break
+            log.info("%s: %s; retrying in %.2fs", profile.id, raw.http_status or raw.error, pause)
+            await asyncio.sleep(pause)
+        return _Attempt(raw, started, first_wall, first_mono, attempts)
+
+    async def _record(self, profile: Profile, attempt: _Attempt, query: str, k: int) -> dict[str, Any]:
+        """Archive and parse one profile's answer: its part of the round record."""
+        raw = attempt.raw
+        raw_ref = ""
+        if raw.http_status:
+            meta = {
+                "engine": self.engine.name,
+                "url": raw.url,
+                "query": query,
+                "profile": profile.id,
+                "round_id": self.grid.round_id(k),
+                "status": raw.http_status,
+                "fetched_at": raw.fetched_at.isoformat(),
+                "content_type": raw.content_type,
+                "charset": raw.charset,
+            }
+            raw_ref = await asyncio.to_thread(self.archive.put, raw.body, meta)
+            parsed = await asyncio.to_thread(
+                parse_serp, self.engine.name, raw.body, http_status=raw.http_status
+            )
+        else:
+            parsed = ParsedSerp("error", detail=raw.error or "no answer")
+        if parsed.status in FAILED:
+            log.warning(
+                "%s %s %r: %s (%s)", self.grid.round_id(k), profile.id, query, parsed.status, parsed.detail
+            )
+        return {
+            "profile_id": profile.id,
+            "role": profile.role,
+            "treatment": profile.treatment,
+            "status": parsed.status,
+            "detail": parsed.detail,
+            "http_status": raw.http_status,
+            "attempts": attempt.attempts,
+            "sent_at": _iso_ms(attempt.started),
+            "answered_at": raw.fetched_at.isoformat(timespec="milliseconds"),
+            "raw_ref": raw_ref,
+            "result_estimate": parsed.result_estimate,
+            "language": parsed.language,
+            "components": [c.to_json() for c in parsed.components],
+            "parse_errors": len(parsed.errors),
+        }
+
+    async def deliver(self) -> bool:
+        """Emit every recorded round not yet emitted, oldest first; False if the sink failed."""
+        async with self._delivering:
+            for k in sorted(set(self.records) - self.emitted):
+                events = round_events(self.records[k])
+                try:
+                    await self.sink.emit(events)
+                except (CrawlError, OSError) as exc:
+                    self.notify(f"could not deliver round {self.grid.round_id(k)} ({exc}); will retry")
+                    return False
+                await self._append({"kind": "emitted", "round": k, "events": len(events)})
+                self.emitted.add(k)
+        return True
+
+
+async def run_study(
+    journal: StudyJournal,
+    study: Study,
+    engine: SerpEngine,
+    *,
+    fetchers: Mapping[str, Fetcher],
+    archive: Archive,
+    sink: EventSink,
+    notify: Callable[[str], None] | None = None,
+    on_round: Callable[[RoundReport], None] | None = None,
+) -> StudySummary:
+    """Run (or resume) the study's remaining rounds on its grid; mark it finished when every
+    round is recorded or missed and every recorded round delivered."""
+    if journal.study_id != study.id:
+        raise CrawlStateError(f"journal of {journal.study_id} given for study {study.id}")
+    grid = Grid.of(study, journal.start)
+    run = _Run(journal, study, grid, engine, fetchers, archive, sink, notify or (lambda m: None), on_round)
+    if journal.finished_at is None:
+        try:
+            await run.run()
+        except BaseExceptionGroup as group:
+            raise unwrap_group(group) from None
+        undelivered = set(run.records) - run.emitted
+        if undelivered:
+            raise CrawlError(
+                f"{len(undelivered)} rounds of study {study.id} are recorded but not delivered; "
+                "run the same command again to re-send them"
+            )
+        await asyncio.to_thread(journal.finish)
+    return summarize(journal, study.total_rounds)

@@ -1,0 +1,263 @@
+"""A personalization study (Hannak et al.), declared in a TOML file and validated before anything runs.
+
+Format (``collectors/serp/examples/study.toml`` is a complete example)::
+
+    [study]
+    id = "hannak-login"        # letters, digits, _ . : = -; round ids are "<id>-r0000", ...
+    engine = "google"          # google or bing
+    spacing = "11m"            # slot to slot; Hannak waited 11 minutes, past the ~10-minute carry-over
+    start = 2025-01-06T09:00:00Z   # optional first slot (default: just after the first run starts)
+    days = 7                   # optional: the query list once a day for 7 days (see `period`)
+    rounds = 240               # optional: at most this many rounds; with neither, each query runs once
+    period = "1d"              # optional, with `days`: how often the list starts over (default one day)
+    round_timeout = "9m"       # optional: a round's deadline after its slot (default 80% of spacing)
+    fetch_timeout = "30s"      # optional: one attempt's limit (always cut at the round deadline)
+    retries = 2                # optional: attempts after a failed one (no answer, 5xx), in the round
+    retry_backoff = "2s"       # optional: first pause between attempts (doubles)
+    max_start_delay = "30s"    # optional: how late a slot may start (default 10% of spacing, at most 30 s)
+    fetcher = "http"           # http (aiohttp) or browser (Playwright + Chromium; extra "browser")
+    url_params = { hl = "en" } # optional: extra parameters on every search URL
+
+    [[queries]]                # run in this order, one per round, cycling
+    text = "urban outfitters"
+    category = "places"
+
+    [[profiles]]               # one control, one control_twin (configured like the control), treatments
+    id = "control"
+    role = "control"           # treatment | control | control_twin
+    user_agent = "Mozilla/5.0 ..."
+    language = "en-US"         # Accept-Language
+    proxy = "http://10.0.0.2:3128"   # optional (HTTP proxies)
+    cookies = { NID = "..." }  # optional: set for the engine's host before the first query
+    cookies_file = "cookies/control.txt"  # optional: Netscape cookies.txt, e.g. an exported login
+    clear_cookies = false      # true: forget cookies after every query (a "no cookies" profile)
+
+    [[profiles]]
+    id = "logged-in"
+    role = "treatment"
+    treatment = "logged_in"    # feature and value, e.g. "location=Boston"; "" for the controls
+
+Durations are seconds (a number) or a number with ms, s, m, h or d. Times are slots
+on a fixed grid from ``start`` (see ``schedule``): a slow round never delays the next.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+from collectors.common.exceptions import CrawlConfigError
+from collectors.serp.engines import SERP_ENGINES
+
+ROUND_DIGITS = 4
+MAX_ID = 64
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: Any) -> Any:
+    """``"11m"`` -> 660.0; numbers are seconds; anything else is left for pydantic to reject."""
+    if isinstance(value, str):
+        m = _DURATION.match(value)
+        if not m:
+            raise ValueError(
+                f"a duration is a number of seconds or e.g. '500ms', '30s', '11m', '1d': {value!r}"
+            )
+        return float(m[1]) * _UNITS[m[2]]
+    return value
+
+
+Seconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+Ident = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:=-]{0,63}$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Query(_Strict):
+    text: Annotated[str, StringConstraints(min_length=1, max_length=512)]
+    category: Annotated[str, StringConstraints(max_length=64)] = ""
+
+
+class Profile(_Strict):
+    id: Ident
+    role: Literal["treatment", "control", "control_twin"]
+    treatment: Annotated[str, StringConstraints(max_length=128)] = ""
+    user_agent: Annotated[str, StringConstraints(min_length=1, max_length=512)]
+    language: Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$")] = "en-US"
+    proxy: str | None = None
+    cookies: dict[str, str] = {}
+    cookies_file: Path | None = None
+    clear_cookies: bool = False
+
+    @model_validator(mode="after")
+    def _treatment_matches_role(self) -> Profile:
+        if self.role == "treatment" and not self.treatment:
+            raise ValueError(f"profile {self.id}: a treatment profile needs treatment = 'feature=value'")
+        if self.role != "treatment" and self.treatment:
+            raise ValueError(f"profile {self.id}: the {self.role} has no treatment (leave it out)")
+        return self
+
+
+class StudyHeader(_Strict):
+    id: Ident
+    engine: str
+    spacing: Seconds = 660.0
+    start: AwareDatetime | None = None
+    days: Annotated[int, Field(ge=1)] | None = None
+    rounds: Annotated[int, Field(ge=1)] | None = None
+    period: Seconds | None = None
+    round_timeout: Seconds | None = None
+    fetch_timeout: Seconds = 30.0
+    retries: Annotated[int, Field(ge=0, le=10)] = 2
+    retry_backoff: Seconds = 2.0
+    max_start_delay: Seconds | None = None
+    fetcher: Literal["http", "browser"] = "http"
+    url_params: dict[str, str] = {}
+
+
+class Study(_Strict):
+    """The validated study; derived values (``total_rounds``, ``deadline``, ...) are properties."""
+
+    study: StudyHeader
+    queries: Annotated[list[Query], Field(min_length=1)]
+    profiles: Annotated[list[Profile], Field(min_length=2)]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Study:
+        s = self.study
+        if s.engine not in SERP_ENGINES:
+            raise ValueError(f"unknown engine {s.engine!r}; known: {', '.join(SERP_ENGINES)}")
+        ids = [p.id for p in self.profiles]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"profile ids must be distinct: {ids}")
+        roles = [p.role for p in self.profiles]
+        if roles.count("control") != 1 or roles.count("control_twin") != 1:
+            raise ValueError("a study needs exactly one profile with role control and one with control_twin")
+        control, twin = self.profile("control"), self.profile("control_twin")
+        for name in ("user_agent", "language", "clear_cookies"):
+            if getattr(control, name) != getattr(twin, name):
+                raise ValueError(f"the control_twin must be configured like the control: {name} differs")
+        if self.round_timeout >= s.spacing:
+            raise ValueError("round_timeout must be shorter than spacing (a round ends before the next)")
+        if s.period is not None and s.days is None:
+            raise ValueError("period only applies with days")
+        if s.days is not None and self.period < len(self.queries) * s.spacing:
+            raise ValueError(
+                f"{len(self.queries)} queries x spacing {s.spacing:g}s "
+                f"do not fit in a period of {self.period:g}s"
+            )
+        if len(s.id) + 2 + max(ROUND_DIGITS, len(str(self.total_rounds - 1))) > MAX_ID:
+            raise ValueError(f"study id too long for round ids '<id>-rNNNN' of at most {MAX_ID} characters")
+        return self
+
+    def profile(self, role: str) -> Profile:
+        return next(p for p in self.profiles if p.role == role)
+
+    @property
+    def id(self) -> str:
+        return self.study.id
+
+    @property
+    def period(self) -> float:
+        """Seconds between the starts of two passes through the query list."""
+        s = self.study
+        if s.days is None:
+            return len(self.queries) * s.spacing
+        return s.period if s.period is not None else 86400.0
+
+    @property
+    def total_rounds(self) -> int:
+        s = self.study
+        by_days = s.days * len(self.queries) if s.days is not None else None
+        if s.rounds is not None:
+            return min(s.rounds, by_days) if by_days is not None else s.rounds
+        return by_days if by_days is not None else len(self.queries)
+
+    @property
+    def round_timeout(self) -> float:
+        s = self.study
+        return s.round_timeout if s.round_timeout is not None else 0.8 * s.spacing
+
+    @property
+    def max_start_delay(self) -> float:
+        s = self.study
+        return s.max_start_delay if s.max_start_delay is not None else min(0.1 * s.spacing, 30.0)
+
+    def fingerprint(self) -> str:
+        """What changes the results: a saved study only resumes with the same fingerprint.
+
+        Cookies are left out (a login's cookies rotate); timeouts and retries may change.
+        """
+        s = self.study
+        doc = {
+            "engine": s.engine,
+            "spacing": s.spacing,
+            "days": s.days,
+            "rounds": s.rounds,
+            "period": s.period,
+            "fetcher": s.fetcher,
+            "url_params": s.url_params,
+            "queries": [q.model_dump() for q in self.queries],
+            "profiles": [
+                p.model_dump(mode="json", exclude={"cookies", "cookies_file"}) for p in self.profiles
+            ],
+        }
+        return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def _format_errors(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors(include_input=False):
+        where = ".".join(str(p) for p in err["loc"]) or "study"
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"  {where}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_study(text: str, *, base_dir: Path | None = None, source: str = "study") -> Study:
+    """Validate a study document; relative ``cookies_file`` paths are taken from ``base_dir``."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CrawlConfigError(f"{source} is not valid TOML: {exc}") from None
+    try:
+        study = Study.model_validate(doc)
+    except ValidationError as exc:
+        raise CrawlConfigError(f"{source} is not a valid study:\n{_format_errors(exc)}") from None
+    if base_dir is not None:
+        profiles = [
+            p.model_copy(update={"cookies_file": base_dir / p.cookies_file})
+            if p.cookies_file is not None and not p.cookies_file.is_absolute()
+            else p
+            for p in study.profiles
+        ]
+        study = study.model_copy(update={"profiles": profiles})
+    for p in study.profiles:
+        if p.cookies_file is not None and not p.cookies_file.is_file():
+            raise CrawlConfigError(f"{source}: profile {p.id}: no cookies file {p.cookies_file}")
+    return study
+
+
+def load_study(path: Path) -> Study:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CrawlConfigError(f"cannot read study file {path}: {exc}") from None
+    return parse_study(text, base_dir=path.parent, source=str(path))

@@ -1,0 +1,320 @@
+"""A scripted Google-like search engine for lock-step crawl tests, with a known ground truth.
+
+Pages have the structure of ``tests/fixtures/serp/google_coffee.html`` (top ads, a
+shopping box, organic results, top stories, people also ask, videos, related
+searches, a bottom ad, a knowledge panel), so the real parser reads them. Non-organic
+components are the same on every page of a query, so the organic results keep their
+component ranks and only they vary.
+
+The script (:class:`FakeEngineScript`), exported so a test can compute what it should
+measure:
+
+- Each round of a query has a *base* list of ``base_results`` organic URLs, drawn
+  from a pool per query (so consecutive rounds overlap, as a real index drifts).
+- Every page independently replaces each rank's URL with a fresh unique noise URL with
+  probability ``noise`` (A/B tests, datacenter inconsistency).
+- A page for a profile whose treatment is ``personalized_treatment`` additionally
+  replaces each rank's URL with a personalized URL with probability ``personalization``.
+- So per rank, P(changed) between two profiles' pages of one round is
+  ``1 - (1 - noise)^2 * (1 - p_a) * (1 - p_b)`` with ``p = personalization`` for the
+  personalized treatment and 0 otherwise: :meth:`FakeEngineScript.expected_changed_fraction`.
+
+A profile is recognized by its ``profile`` cookie (the study gives each profile one);
+its treatment is looked up in ``script.treatments``. The round of a request is, with
+``grid = (start, spacing)``, the slot its arrival falls in (from 20% of a spacing
+before a slot to 80% after it, so retries within the round deadline stay in the
+round); without a grid, it is how many result pages that profile already got for that
+query (each lock-step round asks once, so it counts rounds, unless a profile missed
+one). Randomness is seeded by (seed, profile, query, round): a retried request in a
+round gets the same page. Every served page is logged in ``served`` (the exact truth).
+
+On demand (:meth:`FakeSerpEngine.fail`): a 503, a 429 CAPTCHA page (Google's
+/sorry/ page) or a slow answer for a profile's next requests; ``delays`` slows every
+answer to a profile. ``POST /v1/events`` behaves like ingest, to test posting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import html
+import json
+import random
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote_plus
+
+from aiohttp import web
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "serp"
+CAPTCHA = "captcha"
+SLOW = "slow"
+POOL = 3
+"""Base pool size per query, as a multiple of ``base_results``."""
+
+
+@dataclass(frozen=True)
+class FakeEngineScript:
+    base_results: int = 10
+    noise: float = 0.10
+    personalized_treatment: str = "logged_in"
+    personalization: float = 0.15
+    seed: int = 0
+    treatments: Mapping[str, str] = field(default_factory=dict)
+    """profile id -> treatment value ("" for the controls)."""
+    grid: tuple[float, float] | None = None
+    """(Unix start, spacing in seconds) of the study: rounds by arrival time."""
+
+    def p_personal(self, treatment: str) -> float:
+        return self.personalization if treatment == self.personalized_treatment else 0.0
+
+    def expected_changed_fraction(self, treatment_a: str, treatment_b: str) -> float:
+        """P(the organic URL at a rank differs) between two profiles' pages of one round,
+        given their treatment values ("" for control and twin)."""
+        keep = (1 - self.noise) ** 2 * (1 - self.p_personal(treatment_a)) * (1 - self.p_personal(treatment_b))
+        return 1 - keep
+
+    def expected_personalization(self, treatment: str) -> float:
+        """Changed fraction against the control minus the noise floor (control vs twin)."""
+        return self.expected_changed_fraction(treatment, "") - self.expected_changed_fraction("", "")
+
+    def _rng(self, *key: object) -> random.Random:
+        digest = hashlib.sha256(repr((self.seed, *key)).encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big"))
+
+    def base_urls(self, query: str, round_: int) -> list[str]:
+        slug = quote_plus(query.lower())
+        pool = [f"https://site{i:02d}.example/{slug}" for i in range(self.base_results * POOL)]
+        return self._rng("base", query, round_).sample(pool, self.base_results)
+
+    def page_urls(self, profile: str, query: str, round_: int) -> list[str]:
+        """The organic URLs one profile gets in one round."""
+        rng = self._rng("page", profile, query, round_)
+        personal = self.p_personal(self.treatments.get(profile, ""))
+        urls = []
+        for rank, url in enumerate(self.base_urls(query, round_), start=1):
+            if rng.random() < self.noise:
+                url = f"https://noise.example/{profile}/{round_}/{rank}/{rng.getrandbits(32):08x}"
+            if personal and rng.random() < personal:
+                url = f"https://personal.example/{profile}/{round_}/{rank}"
+            urls.append(url)
+        return urls
+
+    def round_at(self, arrival: float) -> int | None:
+        if self.grid is None:
+            return None
+        start, spacing = self.grid
+        return int((arrival - start) / spacing + 0.2) if arrival >= start - 0.2 * spacing else -1
+
+
+def render_page(query: str, organic: Sequence[str], *, estimate: int = 123_000_000) -> str:
+    """A Google result page: fixed ads and boxes around ``organic`` (in page order)."""
+    q, slug = html.escape(query), quote_plus(query)
+
+    def result(url: str, n: int) -> str:
+        u = html.escape(url)
+        return (
+            f'<div class="MjjYud"><div class="g Ww4FFb tF2Cxc"><div class="yuRUbf"><a href="{u}" '
+            f'data-ved="2ahUKE{n}"><h3 class="LC20lb">Result {n} for {q}</h3><cite>{u}</cite></a></div>'
+            f'<div class="VwiC3b">Snippet {n}.</div></div></div>'
+        )
+
+    def ad(name: str) -> str:
+        return (
+            f'<div class="uEierd"><div data-text-ad="1"><a class="sVXRqc" '
+            f'data-pcu="https://{name}.example/?utm_source=g" href="https://www.googleadservices.com/pagead/aclk?sa=L&amp;adurl=https://{name}.example/">'
+            f'<div role="heading" aria-level="3"><span>{name} - {q}</span></div>'
+            f'<span class="x2VHCd">Sponsored</span></a></div></div>'
+        )
+
+    organic = list(organic)
+    first, middle, rest = organic[:3], organic[3:6], organic[6:]
+    n = iter(range(1, len(organic) + 1))
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="UTF-8"><title>{q} - Google Search</title>
+<script nonce="f">(function(){{window.google={{kEI:'fake'}};}})();</script></head>
+<body><div id="main"><div id="cnt">
+<div id="appbar"><div id="result-stats">About {estimate:,} results<nobr> (0.33 seconds)</nobr></div></div>
+<div id="rcnt"><div id="center_col"><div id="taw"><div id="tvcap">
+<div class="cu-container"><div class="commercial-unit-desktop-top"><a class="pla-unit"
+ href="/aclk?sa=l&amp;adurl=https://shop.example/{slug}%3Fgclid%3Dx"><div class="pymv4e">Buy {q}</div></a>
+</div></div>
+<div id="tads" aria-label="Ads">{ad("adone")}{ad("adtwo")}</div>
+</div></div>
+<div id="res" role="main"><div id="topstuff"></div><div id="search"><div><h1>Search Results</h1><div id="rso">
+{"".join(result(u, next(n)) for u in first)}
+<div class="MjjYud"><g-section-with-header class="yG4QQe"><div role="heading">Top stories</div>
+<g-scrolling-carousel><a class="WlydOe" href="https://news.example/{slug}"><div role="heading">News</div></a>
+</g-scrolling-carousel></g-section-with-header></div>
+{"".join(result(u, next(n)) for u in middle)}
+<div class="MjjYud"><div class="related-question-pair" data-q="What is {q}?">
+<div role="heading">What is {q}?</div></div></div>
+<div class="MjjYud"><div aria-label="Videos"><video-voyager><a class="X5OiLe" href="https://video.example/{slug}">
+<div role="heading">Video</div></a></video-voyager></div></div>
+{"".join(result(u, next(n)) for u in rest)}
+</div></div></div></div>
+<div id="bottomads"><div id="tadsb">{ad("adbottom")}</div></div>
+<div id="botstuff"><div id="bres"><div aria-label="Related searches">
+<a class="k8XOCe" href="/search?q={slug}+more">
+<div class="s75CSd">{q} more</div></a></div></div></div>
+</div>
+<div id="rhs"><div class="kp-wholepage"><div data-attrid="title" role="heading">{q}</div>
+<div class="kno-rdesc"><a href="https://encyclopedia.example/{slug}">Encyclopedia</a></div></div></div>
+</div></div></div></body></html>"""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One request as the server saw it; ``at`` is ``time.time()`` on arrival."""
+
+    at: float
+    profile: str
+    query: str
+    answer: str
+    cookies: Mapping[str, str]
+    user_agent: str
+    accept_language: str
+
+
+@dataclass(frozen=True)
+class Served:
+    """One result page: whose, which round, and its organic URLs in order (the truth)."""
+
+    profile: str
+    query: str
+    round: int
+    organic: tuple[str, ...]
+
+
+class FakeSerpEngine:
+    """``with FakeSerpEngine(script) as engine: ... engine.base_url ...`` (own thread and loop)."""
+
+    def __init__(self, script: FakeEngineScript | None = None) -> None:
+        self.script = script or FakeEngineScript()
+        self._lock = threading.Lock()
+        self._scripts: dict[str, deque[int | str]] = {}
+        self._hits: list[Hit] = []
+        self._served: list[Served] = []
+        self._pages: Counter[tuple[str, str]] = Counter()
+        self.delays: dict[str, float] = {}
+        """Seconds every answer to a profile waits (a slow profile)."""
+        self.slow_s = 2.0
+        self.api_key = "test-key"
+        self.ingested: list[dict[str, Any]] = []
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- scripting and observation (any thread) -----------------------------------------
+
+    def fail(self, profile: str, *answers: int | str) -> None:
+        """Serve these first to ``profile``: HTTP statuses (503), ``CAPTCHA`` or ``SLOW``."""
+        with self._lock:
+            self._scripts.setdefault(profile, deque()).extend(answers)
+
+    @property
+    def hits(self) -> list[Hit]:
+        with self._lock:
+            return list(self._hits)
+
+    @property
+    def served(self) -> list[Served]:
+        with self._lock:
+            return list(self._served)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # --- serving --------------------------------------------------------------------------
+
+    async def _search(self, request: web.Request) -> web.Response:
+        arrival = time.time()
+        profile = request.cookies.get("profile", "anonymous")
+        query = request.query.get("q", "")
+        with self._lock:
+            queue = self._scripts.get(profile)
+            answer: int | str = queue.popleft() if queue else 200
+            self._hits.append(
+                Hit(
+                    arrival,
+                    profile,
+                    query,
+                    str(answer),
+                    dict(request.cookies),
+                    request.headers.get("User-Agent", ""),
+                    request.headers.get("Accept-Language", ""),
+                )
+            )
+            delay = self.delays.get(profile, 0.0)
+        if answer == SLOW:
+            delay, answer = max(delay, self.slow_s), 200
+        if delay:
+            await asyncio.sleep(delay)
+        if answer == CAPTCHA:
+            page = (FIXTURES / "google_sorry.html").read_text()
+            return web.Response(text=page, status=429, content_type="text/html")
+        if answer != 200:
+            assert isinstance(answer, int)
+            return web.Response(status=answer, text="Service Unavailable", headers={"Retry-After": "0"})
+        with self._lock:
+            round_ = self.script.round_at(arrival)
+            if round_ is None:
+                round_ = self._pages[profile, query]
+            self._pages[profile, query] += 1
+            organic = self.script.page_urls(profile, query, round_)
+            self._served.append(Served(profile, query, round_, tuple(organic)))
+        response = web.Response(text=render_page(query, organic), content_type="text/html")
+        if "NID" not in request.cookies:  # a tracking cookie, as the engine sets one
+            response.set_cookie("NID", hashlib.sha1(f"{profile}".encode()).hexdigest()[:16], path="/")
+        return response
+
+    async def _ingest(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return web.json_response({"error": "unauthorized"}, status=401)
+        batch = json.loads(await request.read())
+        with self._lock:
+            self.ingested.extend(batch)
+        return web.json_response({"accepted": len(batch), "rejected": []}, status=202)
+
+    async def _serve(self, ready: threading.Event) -> None:
+        self._stop = asyncio.Event()
+        app = web.Application()
+        app.router.add_get("/search", self._search)
+        app.router.add_post("/v1/events", self._ingest)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = runner.addresses[0][1]
+        ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            await runner.cleanup()
+
+    def __enter__(self) -> FakeSerpEngine:
+        ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+        loop = self._loop
+        self._thread = threading.Thread(
+            target=lambda: loop.run_until_complete(self._serve(ready)), name="fake-serp", daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("fake search engine did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(10)
+        if self._loop is not None:
+            self._loop.close()

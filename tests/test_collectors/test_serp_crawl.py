@@ -1,0 +1,477 @@
+"""Lock-step SERP crawls against the fake engine (``tests/fakes/serp_engine.py``).
+
+Rounds are 0.5 s apart, so each study takes a few seconds. Timing is asserted from
+both sides: the events' ``sent_at`` (what the stream computes skew from) and the
+server's arrival times. Tolerances (100 ms) allow for a loaded two-core machine;
+waits are conditions with deadlines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from pydantic import TypeAdapter
+from typer.testing import CliRunner
+
+from auditstream.cli import app
+from collectors.common.archive import Archive
+from collectors.common.exceptions import CrawlConfigError, CrawlError, CrawlStateError
+from collectors.common.journal import read_journal
+from collectors.common.sinks import JsonlSink
+from collectors.serp import parser
+from collectors.serp.crawler import StudySummary
+from collectors.serp.fetchers import BrowserFetcher
+from collectors.serp.reparse import ReparseStats, reparse_events
+from collectors.serp.rulebook import load_rules
+from collectors.serp.runner import crawl_study
+from collectors.serp.state import StudyStore
+from collectors.serp.study import Study, load_study
+from schemas.events import AnyEvent
+from tests.fakes.serp_engine import CAPTCHA, SLOW, FakeEngineScript, FakeSerpEngine
+
+EVENT = TypeAdapter(AnyEvent)
+SKEW_S = 0.100
+PROFILES = (("control", "control", ""), ("twin", "control_twin", ""), ("login", "treatment", "logged_in"))
+PROFILES_4 = (*PROFILES, ("boston", "treatment", "location=Boston"))
+UA = "Mozilla/5.0 (X11; Linux x86_64) auditstream-test"
+runner = CliRunner()
+
+
+def study_file(
+    tmp_path: Path,
+    *,
+    study_id: str = "lockstep",
+    rounds: int = 6,
+    lead_s: float = 1.0,
+    spacing: float = 0.5,
+    profiles: Sequence[tuple[str, str, str]] = PROFILES_4,
+    extra: str = "",
+) -> tuple[Path, float]:
+    """A fast study starting ``lead_s`` from now; returns its path and start (Unix time)."""
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1 + lead_s)
+    queries = "".join(
+        f'\n[[queries]]\ntext = "{q}"\ncategory = "{c}"\n'
+        for q, c in (("coffee", "food"), ("pizza boston", "places"))
+    )
+    people = "".join(
+        f'\n[[profiles]]\nid = "{i}"\nrole = "{r}"\n'
+        + (f'treatment = "{t}"\n' if t else "")
+        + f'user_agent = "{UA}"\nlanguage = "en-US"\ncookies = {{ profile = "{i}" }}\n'
+        for i, r, t in profiles
+    )
+    text = (
+        f'[study]\nid = "{study_id}"\nengine = "google"\nspacing = {spacing}\nrounds = {rounds}\n'
+        f'start = {start.isoformat().replace("+00:00", "Z")}\nretry_backoff = "50ms"\n'
+        f'max_start_delay = "200ms"\n{extra}\n{queries}{people}'
+    )
+    path = tmp_path / f"{study_id}.toml"
+    path.write_text(text)
+    return path, start.timestamp()
+
+
+def script_for(study: Study, start: float, **kw: Any) -> FakeEngineScript:
+    treatments = {p.id: p.treatment for p in study.profiles}
+    return FakeEngineScript(treatments=treatments, grid=(start, study.study.spacing), **kw)
+
+
+@pytest.fixture
+def engine() -> Iterator[FakeSerpEngine]:
+    with FakeSerpEngine() as e:
+        yield e
+
+
+def crawl(study: Study, engine: FakeSerpEngine, tmp_path: Path, out: str = "events.jsonl") -> StudySummary:
+    async def go() -> StudySummary:
+        sink = JsonlSink(tmp_path / out)
+        try:
+            return await crawl_study(
+                study,
+                state_dir=tmp_path / "state",
+                archive_dir=tmp_path / "archive",
+                sink=sink,
+                endpoint=engine.base_url,
+            )
+        finally:
+            await sink.aclose()
+
+    return asyncio.run(go())
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """Every line validated against the schema; re-sent copies (same id) must be identical."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for line in path.read_bytes().splitlines():
+        event = orjson.loads(line)
+        EVENT.validate_python(event)
+        assert by_id.setdefault(event["event_id"], event) == event, "a re-sent event changed"
+    return list(by_id.values())
+
+
+def by_round(events: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    rounds: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for e in events:
+        assert e["profile_id"] not in rounds[e["round_id"]], "two events for one (round, profile)"
+        rounds[e["round_id"]][e["profile_id"]] = e
+    return rounds
+
+
+def sent(event: dict[str, Any]) -> float:
+    return datetime.fromisoformat(event["sent_at"]).timestamp()
+
+
+def journal(tmp_path: Path, study_id: str) -> list[dict[str, Any]]:
+    return read_journal(tmp_path / "state" / study_id / "journal.jsonl")
+
+
+def organic(event: dict[str, Any]) -> list[str]:
+    return [r["url"] for r in event["results"] if r["type"] == "organic"]
+
+
+def test_lock_step_rounds_issue_every_profile_within_a_small_skew(
+    tmp_path: Path, engine: FakeSerpEngine
+) -> None:
+    path, start = study_file(tmp_path)
+    study = load_study(path)
+    engine.script = script_for(study, start)
+    summary = crawl(study, engine, tmp_path)
+
+    assert summary.finished and len(summary.rounds) == 6 and not summary.missed and not summary.undelivered
+    assert summary.max_skew_ms is not None and summary.max_skew_ms < SKEW_S * 1000
+    rounds = by_round(read_events(tmp_path / "events.jsonl"))
+    assert sorted(rounds) == [f"lockstep-r{k:04d}" for k in range(6)]
+    records = {r["round_id"]: r for r in journal(tmp_path, "lockstep") if r["kind"] == "round"}
+    for k, (round_id, snaps) in enumerate(sorted(rounds.items())):
+        assert set(snaps) == {p for p, _, _ in PROFILES_4}
+        assert {e["status"] for e in snaps.values()} == {"ok"}
+        assert {e["query"] for e in snaps.values()} == {study.queries[k % 2].text}
+        skew = max(map(sent, snaps.values())) - min(map(sent, snaps.values()))
+        assert skew < SKEW_S
+        assert records[round_id]["skew_ms"] == pytest.approx(skew * 1000, abs=0.5)  # journal == stream side
+        assert min(map(sent, snaps.values())) - (start + k * 0.5) < SKEW_S  # on the grid
+        # ground truth: each page's organic results are exactly what the engine served it
+        truth = {(s.profile, s.round): list(s.organic) for s in engine.served}
+        for profile, event in snaps.items():
+            assert organic(event) == truth[profile, k]
+            assert event["result_estimate"] == 123_000_000
+            assert event["raw_ref"].startswith("sha256:")
+        assert {e["role"] for e in snaps.values()} == {"control", "control_twin", "treatment"}
+        assert snaps["login"]["treatment"] == "logged_in" and snaps["control"]["treatment"] == ""
+    # the server saw each round's requests arrive together, one slot apart
+    arrivals: dict[int, list[float]] = defaultdict(list)
+    for hit in engine.hits:
+        arrivals[round((hit.at - start) / 0.5)].append(hit.at)
+    assert sorted(arrivals) == list(range(6))
+    for k, times in arrivals.items():
+        assert len(times) == 4 and max(times) - min(times) < SKEW_S
+        assert 0 <= min(times) - (start + k * 0.5) < SKEW_S
+    # each profile kept its own cookies (the engine's NID came back from the second round on)
+    for hit in engine.hits:
+        assert hit.user_agent == UA and hit.accept_language == "en-US,en;q=0.9"
+        assert hit.cookies["profile"] == hit.profile
+    assert all("NID" in h.cookies for h in engine.hits if h.at > start + 0.25)
+
+
+def test_a_slow_profile_fails_alone_and_never_shifts_the_others(
+    tmp_path: Path, engine: FakeSerpEngine
+) -> None:
+    path, start = study_file(tmp_path, study_id="slow")
+    study = load_study(path)
+    engine.script = script_for(study, start)
+    engine.delays["boston"] = 1.0  # beyond the round deadline (80% of 0.5 s)
+    summary = crawl(study, engine, tmp_path)
+
+    assert len(summary.rounds) == 6 and summary.statuses()["boston"] == {"error": 6}
+    rounds = by_round(read_events(tmp_path / "events.jsonl"))
+    for k, (_, snaps) in enumerate(sorted(rounds.items())):
+        assert snaps["boston"]["status"] == "error" and snaps["boston"]["results"] == []
+        others = [e for p, e in snaps.items() if p != "boston"]
+        assert {e["status"] for e in others} == {"ok"}
+        slot = start + k * 0.5
+        assert all(0 <= sent(e) - slot < SKEW_S for e in snaps.values())  # boston too: sent on time
+    for hit in engine.hits:  # every request, the slow profile's included, arrived at its own slot
+        k = round((hit.at - start) / 0.5)
+        assert 0 <= hit.at - (start + k * 0.5) < SKEW_S
+    record = next(r for r in journal(tmp_path, "slow") if r["kind"] == "round")
+    boston = next(p for p in record["profiles"] if p["profile_id"] == "boston")
+    assert boston["detail"] == "timeout" and boston["http_status"] == 0 and boston["raw_ref"] == ""
+
+
+def test_a_failed_fetch_is_retried_within_the_round_or_recorded_as_failed(
+    tmp_path: Path, engine: FakeSerpEngine
+) -> None:
+    path, start = study_file(tmp_path, study_id="retry", rounds=2, extra="retries = 2")
+    study = load_study(path)
+    engine.script = script_for(study, start)
+    engine.fail("twin", 503)  # once: the retry succeeds
+    engine.fail("login", 503, 503, 503)  # beyond the 2 retries: an error
+    engine.fail("boston", CAPTCHA)  # a block is not retried
+    crawl(study, engine, tmp_path)
+
+    first = by_round(read_events(tmp_path / "events.jsonl"))["retry-r0000"]
+    statuses = {p: e["status"] for p, e in first.items()}
+    assert statuses == {"control": "ok", "twin": "ok", "login": "error", "boston": "captcha"}
+    hits = defaultdict(list)
+    for h in engine.hits:
+        if h.at < start + 0.4:
+            hits[h.profile].append(h.at)
+    assert {p: len(t) for p, t in hits.items()} == {"control": 1, "twin": 2, "login": 3, "boston": 1}
+    assert all(t[-1] < start + 0.4 for t in hits.values())  # retries stay inside the round deadline
+    # sent_at is the start of the recorded attempt, so the retry shows in the round's skew
+    assert sent(first["twin"]) >= sent(first["control"]) + 0.04
+    record = next(r for r in journal(tmp_path, "retry") if r["kind"] == "round" and r["round"] == 0)
+    attempts = {p["profile_id"]: (p["attempts"], p["http_status"]) for p in record["profiles"]}
+    assert attempts == {"control": (1, 200), "twin": (2, 200), "login": (3, 503), "boston": (1, 429)}
+    assert record["skew_ms"] >= 40
+    second = by_round(read_events(tmp_path / "events.jsonl"))["retry-r0001"]
+    assert {e["status"] for e in second.values()} == {"ok"}
+
+
+def run_cli(path: Path, tmp_path: Path, engine: FakeSerpEngine, *extra: str) -> list[str]:
+    return [
+        "crawl",
+        "serp",
+        "--study",
+        str(path),
+        "--out",
+        str(tmp_path / "events.jsonl"),
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--archive-dir",
+        str(tmp_path / "archive"),
+        "--endpoint",
+        f"google={engine.base_url}",
+        *extra,
+    ]
+
+
+def test_a_killed_crawler_resumes_at_the_next_round_without_duplicates(
+    tmp_path: Path, engine: FakeSerpEngine
+) -> None:
+    path, start = study_file(tmp_path, study_id="killed", rounds=12, lead_s=3.0)
+    study = load_study(path)
+    engine.script = script_for(study, start)
+    engine.fail("boston", 200, 200, 200, SLOW)  # round 3 stays open until its deadline: kill it there
+    args = run_cli(path, tmp_path, engine)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "auditstream", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while sum(h.profile == "boston" for h in engine.hits) < 4:  # round 3 under way (fine polling:
+            assert time.monotonic() < deadline and proc.poll() is None, "round 3 never started"
+            time.sleep(0.005)  # wait-ok: the round lasts 0.4 s and the kill must land inside it)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    killed_at = time.time()
+    before = journal(tmp_path, "killed")
+    assert {r["round"] for r in before if r["kind"] == "round"} == {0, 1, 2}
+    assert 3 in {r["round"] for r in before if r["kind"] == "round_started"}
+
+    result = runner.invoke(app, args)  # the same command resumes the study
+    assert result.exit_code == 0, result.output
+    records = journal(tmp_path, "killed")
+    done = {r["round"]: r for r in records if r["kind"] == "round"}
+    missed = {r["round"]: r["reason"] for r in records if r["kind"] == "missed"}
+    assert "interrupted" in missed[3]
+    assert not set(done) & set(missed) and set(done) | set(missed) == set(range(12))
+    first_after = min(k for k in done if k > 3)
+    assert start + first_after * 0.5 >= killed_at  # resumed at a slot still ahead, not a passed one
+    assert all(k in done for k in range(first_after, 12))
+    assert all(r["late_ms"] < 200 + SKEW_S * 1000 for r in done.values())  # within max_start_delay
+
+    rounds = by_round(read_events(tmp_path / "events.jsonl"))
+    assert sorted(rounds) == [f"killed-r{k:04d}" for k in sorted(done)]  # nothing of round 3
+    assert all(set(snaps) == {p for p, _, _ in PROFILES_4} for snaps in rounds.values())  # whole rounds
+    assert "study killed: 3 of 12 rounds recorded, 0 missed" in " ".join(result.output.split())
+    assert "finished" in result.output
+    # the cookie jars survived the kill: the engine's NID cookie was sent from the first request on
+    assert all("NID" in h.cookies for h in engine.hits if h.at > killed_at)
+
+
+def test_a_cancelled_crawl_resumes_and_re_sends_rounds_not_yet_delivered(
+    tmp_path: Path, engine: FakeSerpEngine
+) -> None:
+    path, start = study_file(tmp_path, study_id="cancel", rounds=8)
+    study = load_study(path)
+    engine.script = script_for(study, start)
+
+    class FlakySink(JsonlSink):
+        """Writes every batch, but reports the second and third as failed (as a crash after a
+        write, before the journal, would): those rounds are sent again with the same ids."""
+
+        calls = 0
+
+        async def emit(self, events: Sequence[dict[str, Any]]) -> None:
+            await super().emit(events)
+            FlakySink.calls += 1
+            if FlakySink.calls in (2, 3):
+                raise CrawlError("ingest answered 503")
+
+    async def until_cancelled() -> None:
+        sink = FlakySink(tmp_path / "events.jsonl")
+        task = asyncio.create_task(
+            crawl_study(
+                study,
+                state_dir=tmp_path / "state",
+                archive_dir=tmp_path / "archive",
+                sink=sink,
+                endpoint=engine.base_url,
+            )
+        )
+        deadline = time.monotonic() + 30
+        while len(engine.hits) < 4 * 4 and not task.done():
+            assert time.monotonic() < deadline, "the crawl did not run"
+            await asyncio.sleep(0.005)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await sink.aclose()
+
+    asyncio.run(until_cancelled())
+    summary = crawl(study, engine, tmp_path)
+    assert summary.finished and not summary.undelivered
+    assert len(summary.rounds) + len(summary.missed) == 8 and summary.missed
+    lines = (tmp_path / "events.jsonl").read_bytes().splitlines()
+    events = read_events(tmp_path / "events.jsonl")
+    assert len(lines) > len(events)  # some rounds were written twice ...
+    rounds = by_round(events)  # ... with identical events under the same ids
+    assert len(rounds) == len(summary.rounds)
+    assert all(len(snaps) == 4 for snaps in rounds.values())
+
+
+def test_a_changed_study_is_refused_and_a_finished_one_is_not_run_again(
+    tmp_path: Path, engine: FakeSerpEngine
+) -> None:
+    path, start = study_file(tmp_path, study_id="same", rounds=2, profiles=PROFILES)
+    study = load_study(path)
+    engine.script = script_for(study, start)
+    crawl(study, engine, tmp_path)
+    n_hits = len(engine.hits)
+    again = crawl(study, engine, tmp_path)
+    assert again.finished and len(engine.hits) == n_hits
+    changed = path.read_text().replace('text = "coffee"', 'text = "tea"')
+    path.write_text(changed)
+    with pytest.raises(CrawlStateError, match="give the changed study a new id"):
+        crawl(load_study(path), engine, tmp_path)
+
+
+def test_reparse_rebuilds_the_same_events_and_applies_fixed_rules(
+    tmp_path: Path, engine: FakeSerpEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, start = study_file(tmp_path, study_id="reparse", rounds=2, profiles=PROFILES)
+    study = load_study(path)
+    engine.script = script_for(study, start)
+    engine.fail("twin", CAPTCHA)
+    real = load_rules("google")
+    broken = real.model_copy(update={"rules": tuple(r for r in real.rules if r.type != "organic")})
+    monkeypatch.setattr(parser, "load_rules", lambda engine: broken)  # the crawl ran with rules missing one
+    crawl(study, engine, tmp_path)
+    emitted = sorted(read_events(tmp_path / "events.jsonl"), key=lambda e: e["event_id"])
+    assert not any(organic(e) for e in emitted)
+
+    monkeypatch.setattr(parser, "load_rules", load_rules)  # fixed
+    stats = ReparseStats()
+    with StudyStore(tmp_path / "state").open_saved("reparse") as saved:
+        fixed = sorted(
+            reparse_events(saved, Archive(tmp_path / "archive"), stats), key=lambda e: e["event_id"]
+        )
+    assert [e["event_id"] for e in fixed] == [e["event_id"] for e in emitted]
+    assert (stats.rounds, stats.snapshots, stats.changed, stats.unarchived) == (2, 6, 5, 0)
+    truth = {(s.profile, s.round): list(s.organic) for s in engine.served}
+    for event in fixed:
+        EVENT.validate_python(event)
+        k = int(event["round_id"].rsplit("-r", 1)[1])
+        if event["status"] == "ok":
+            assert organic(event) == truth[event["profile_id"], k]
+    assert {e["status"] for e in fixed if e["profile_id"] == "twin"} == {"captcha", "ok"}
+
+    out = tmp_path / "reparsed.jsonl"
+    args = ["crawl", "reparse", "--study", "reparse", "--state-dir", str(tmp_path / "state")]
+    result = runner.invoke(app, [*args, "--archive-dir", str(tmp_path / "archive"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "re-parsed 6 snapshots of 2 rounds: 5 changed" in " ".join(result.output.split())
+    assert sorted((json.loads(x) for x in out.read_text().splitlines()), key=lambda e: e["event_id"]) == fixed
+    dirs = ["--archive-dir", str(tmp_path / "archive"), "--out", str(tmp_path / "v2.jsonl")]
+    renamed = runner.invoke(app, [*args, *dirs, "--as-crawl-id", "reparse-v2"])
+    assert renamed.exit_code == 0, renamed.output
+    v2 = read_events(tmp_path / "v2.jsonl")
+    assert {e["round_id"] for e in v2} == {"reparse-v2-r0000", "reparse-v2-r0001"}
+    assert not {e["event_id"] for e in v2} & {e["event_id"] for e in fixed}
+    too_long = runner.invoke(app, [*args, *dirs, "--as-crawl-id", "x" * 63])
+    assert too_long.exit_code == 2 and "--as-crawl-id" in too_long.output
+
+
+def test_crawl_serp_cli_posts_to_ingest_and_reports_the_skew(tmp_path: Path, engine: FakeSerpEngine) -> None:
+    path, start = study_file(tmp_path, study_id="posted", rounds=3, profiles=PROFILES)
+    engine.script = script_for(load_study(path), start)
+    args = [
+        "crawl",
+        "serp",
+        "--study",
+        str(path),
+        "--url",
+        engine.base_url,
+        "--api-key",
+        engine.api_key,
+        "--endpoint",
+        f"google={engine.base_url}",
+        "--data-dir",
+        str(tmp_path / "data"),
+    ]
+    result = runner.invoke(app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "posted-r0000 'coffee': skew" in text and "ok=3" in text
+    assert "rounds: 3 recorded, 0 missed, 0 undelivered of 3; skew median" in text and "finished" in text
+    assert len(engine.ingested) == 9 and {e["study_id"] for e in engine.ingested} == {"posted"}
+    assert (tmp_path / "data" / "serp" / "state" / "posted" / "journal.jsonl").exists()
+    assert any((tmp_path / "data" / "serp" / "archive").iterdir())
+
+
+def test_the_browser_fetcher_fails_clearly_without_playwright(tmp_path: Path) -> None:
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("playwright is installed")
+    path, _ = study_file(
+        tmp_path, study_id="browser", rounds=1, profiles=PROFILES, extra='fetcher = "browser"'
+    )
+    study = load_study(path)
+    fetcher = BrowserFetcher(study.profiles[0], "https://www.google.com/search", user_data_dir=tmp_path / "b")
+    with pytest.raises(CrawlConfigError, match=r"pip install 'auditstream\[browser\]'"):
+        asyncio.run(fetcher.start())
+    result = runner.invoke(
+        app,
+        [
+            "crawl",
+            "serp",
+            "--study",
+            str(path),
+            "--out",
+            str(tmp_path / "e.jsonl"),
+            "--data-dir",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code != 0 and "auditstream[browser]" in " ".join(result.output.split())
