@@ -152,8 +152,14 @@ class AutocompleteNode(_Event):
     raw_ref: Annotated[str, StringConstraints(strict=True, max_length=256)] = ""
 
 
+StudyId = Annotated[str, StringConstraints(strict=True, pattern=r"^([A-Za-z0-9][A-Za-z0-9_.:=-]{0,63})?$")]
+"""A study's id, or "" for none."""
+
+
 class _CrawlMarker(_Event):
     crawl_id: Ident
+    study_id: StudyId = ""
+    """Consecutive crawls of a root are compared within one study ("": crawls without one)."""
     engine: Engine
     root: Text
     max_depth: Annotated[StrictInt, Field(ge=0, le=16)]

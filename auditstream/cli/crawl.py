@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import logging
 import os
+import re
 import secrets
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from auditstream.cli.common import DataDir, console, fail, load_settings
+from collectors.common.metrics import serve as serve_metrics
 
 if TYPE_CHECKING:
     from collectors.autocomplete.crawler import CrawlSummary
@@ -91,9 +93,9 @@ def _sink(out: Path | None, url: str, api_key: str | None) -> EventSink:
     return IngestSink(url, key)
 
 
-def new_crawl_id(now: datetime | None = None) -> str:
+def new_crawl_id(now: datetime | None = None, study: str = "ac") -> str:
     """``ac-<UTC time>-<4 hex>``: one id for every root and engine of a round."""
-    return f"ac-{(now or datetime.now(UTC)):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
+    return f"{study}-{(now or datetime.now(UTC)):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
 
 
 @contextmanager
@@ -242,6 +244,16 @@ def autocomplete(
     data_dir: DataDir = None,
     state_dir: StateDir = None,
     archive_dir: ArchiveDir = None,
+    study: Annotated[
+        str,
+        typer.Option(
+            help="Name new crawl ids <study>-<UTC time>-<hex>, so `report autocomplete --study <study>-` "
+            "selects them (also with --schedule)"
+        ),
+    ] = "ac",
+    metrics_port: Annotated[
+        int, typer.Option(help="Serve the crawler's Prometheus metrics on this port while it runs (0 = off)")
+    ] = 0,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR")] = "WARNING",
 ) -> None:
     """Breadth-first crawl of autocomplete suggestions from each root (RAI).
@@ -280,6 +292,9 @@ def autocomplete(
         breaker_max_cooldown_s=max(breaker_cooldown * 8, breaker_cooldown),
         seed=seed,
     )
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}", study):
+        raise fail("--study: letters, digits, '_', '.', '-' (at most 41), starting with a letter or digit", 2)
+    serve_metrics(metrics_port)
     sink = _sink(out, url, api_key)
     try:
         endpoints = parse_pairs(endpoint or [], "endpoint", "=")
@@ -297,7 +312,7 @@ def autocomplete(
             formats = parse_pairs(format_ or [], "format", ":")
             chosen = resolve(engines, formats, endpoints)
             template = CrawlParams(
-                crawl_id=crawl_id or new_crawl_id(),
+                crawl_id=crawl_id or new_crawl_id(study=study),
                 roots=read_roots(roots.read_text(encoding="utf-8").splitlines()),
                 engines=tuple((a.engine, a.format) for a in chosen),
                 max_depth=max_depth,
@@ -305,6 +320,7 @@ def autocomplete(
                 trimming_rule=trimming_rule,
                 lang=lang,
                 market=market,
+                study=study,
             )
             check_params(template)
             unfinished = None if fresh else store.find_unfinished(template.fingerprint)
@@ -338,7 +354,7 @@ def autocomplete(
 
                 async def job(at: datetime) -> None:
                     now = datetime.now(UTC)
-                    params = replace(template, crawl_id=new_crawl_id(now), created_at=now.isoformat())
+                    params = replace(template, crawl_id=new_crawl_id(now, study), created_at=now.isoformat())
                     await run(store.create(params))
 
                 await run_on_schedule(times, job, notify=lambda m: console.print(m))
@@ -546,6 +562,9 @@ def serp(
     data_dir: DataDir = None,
     state_dir: StateDir = None,
     archive_dir: ArchiveDir = None,
+    metrics_port: Annotated[
+        int, typer.Option(help="Serve the crawler's Prometheus metrics on this port while it runs (0 = off)")
+    ] = 0,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR")] = "WARNING",
 ) -> None:
     """Run a personalization study: every profile sends the same query at the same moment.
@@ -585,6 +604,7 @@ def serp(
     except CrawlError as exc:
         raise fail(escape(str(exc)), 2) from None
     states, archive_path = _dirs(data_dir, state_dir, archive_dir, "serp")
+    serve_metrics(metrics_port)
     if check:
         grid = Grid.of(spec, spec.study.start or datetime.now(UTC))
         roles = ", ".join(

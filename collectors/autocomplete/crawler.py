@@ -128,6 +128,7 @@ class _RootCrawl:
         p = self.params
         return {
             "crawl_id": p.crawl_id,
+            "study_id": p.study,
             "engine": self.engine,
             "root": self.root,
             "max_depth": p.max_depth,

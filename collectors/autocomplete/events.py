@@ -69,6 +69,7 @@ def started_event(
     root: str,
     max_depth: int,
     trimming_rule: str,
+    study_id: str = "",
     sent_at: datetime | None = None,
 ) -> dict[str, Any]:
     model = CrawlStarted(
@@ -77,6 +78,7 @@ def started_event(
         event_id=event_id(crawl_id, engine, root, "crawl_started"),
         sent_at=_now(sent_at),
         crawl_id=crawl_id,
+        study_id=study_id,
         engine=engine,
         root=root,
         max_depth=max_depth,
@@ -95,6 +97,7 @@ def completed_event(
     n_nodes: int,
     n_edges: int,
     n_failed: int,
+    study_id: str = "",
     sent_at: datetime | None = None,
 ) -> dict[str, Any]:
     model = CrawlCompleted(
@@ -103,6 +106,7 @@ def completed_event(
         event_id=event_id(crawl_id, engine, root, "crawl_completed"),
         sent_at=_now(sent_at),
         crawl_id=crawl_id,
+        study_id=study_id,
         engine=engine,
         root=root,
         max_depth=max_depth,

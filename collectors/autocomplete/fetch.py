@@ -22,6 +22,7 @@ from collectors.autocomplete.engines import EngineAdapter
 from collectors.autocomplete.parsers import ParsedResponse, parse_response
 from collectors.autocomplete.politeness import Politeness
 from collectors.common.http import RawResponse, network_error, read_capped, retry_after, retryable
+from collectors.common.metrics import BACKOFFS, BLOCKS, REQUESTS
 from collectors.common.politeness import Backoff, CircuitBreaker, RateLimiter
 
 log = logging.getLogger(__name__)
@@ -74,9 +75,16 @@ class EngineClient:
                 parsed = parse_response(
                     self.adapter.format, raw.body, raw.http_status, query=query, charset=raw.charset
                 )
+            opened = self.breaker.times_opened
             self.breaker.record(parsed.status)
+            engine = self.adapter.engine
+            if self.breaker.times_opened > opened:
+                BLOCKS.labels(engine).inc()
             if not retryable(raw.http_status) or attempt >= self.politeness.max_retries:
+                REQUESTS.labels(engine, parsed.status).inc()
                 return Fetched(raw, parsed, attempt + 1)
+            REQUESTS.labels(engine, "retry").inc()
+            BACKOFFS.labels(engine).inc()
             delay = self.backoff.delay(attempt, raw.retry_after)
             log.info(
                 "%s answered %s for %r; retry %d in %.2fs",

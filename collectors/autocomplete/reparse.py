@@ -44,7 +44,9 @@ def reparse_events(
         engine, root, kind = record["engine"], record["root"], record["kind"]
         common = {"crawl_id": crawl_id, "engine": engine, "root": root}
         if kind == "started":
-            yield started_event(**common, max_depth=p.max_depth, trimming_rule=p.trimming_rule)
+            yield started_event(
+                **common, study_id=p.study, max_depth=p.max_depth, trimming_rule=p.trimming_rule
+            )
         elif kind == "node":
             status, suggestions = _reparse_node(record, formats[engine], archive, stats)
             c = counts.setdefault((engine, root), [0, 0, 0])
@@ -59,6 +61,7 @@ def reparse_events(
             n_nodes, n_edges, n_failed = counts.get((engine, root), [0, 0, 0])
             yield completed_event(
                 **common,
+                study_id=p.study,
                 max_depth=p.max_depth,
                 trimming_rule=p.trimming_rule,
                 n_nodes=n_nodes,

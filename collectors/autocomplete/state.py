@@ -39,6 +39,8 @@ class CrawlParams:
     trimming_rule: str = "first_last_word"
     lang: str = "en"
     market: str = "en-US"
+    study: str = ""
+    """The study the crawl belongs to; churn and nmi compare crawls of the same study."""
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     @property
@@ -51,6 +53,7 @@ class CrawlParams:
             self.trimming_rule,
             self.lang,
             self.market,
+            self.study,
         ]
         return hashlib.sha256(orjson.dumps(doc)).hexdigest()[:16]
 
@@ -68,6 +71,7 @@ class CrawlParams:
             trimming_rule=doc["trimming_rule"],
             lang=doc["lang"],
             market=doc["market"],
+            study=doc.get("study", ""),
             created_at=doc["created_at"],
         )
 

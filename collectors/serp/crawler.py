@@ -39,6 +39,7 @@ from typing import Any
 from collectors.common.archive import Archive
 from collectors.common.exceptions import CrawlError, CrawlStateError, unwrap_group
 from collectors.common.http import RawResponse
+from collectors.common.metrics import BACKOFFS, REQUESTS
 from collectors.common.politeness import Backoff
 from collectors.common.sinks import EventSink
 from collectors.serp.engines import SerpEngine
@@ -261,6 +262,8 @@ class _Run:
             pause = self.backoff.delay(attempts - 1, raw.retry_after)
             if loop.time() + pause >= deadline:
                 break
+            REQUESTS.labels(self.engine.name, "retry").inc()
+            BACKOFFS.labels(self.engine.name).inc()
             log.info("%s: %s; retrying in %.2fs", profile.id, raw.http_status or raw.error, pause)
             await asyncio.sleep(pause)
         return _Attempt(raw, started, first_wall, first_mono, attempts)
@@ -287,6 +290,7 @@ class _Run:
             )
         else:
             parsed = ParsedSerp("error", detail=raw.error or "no answer")
+        REQUESTS.labels(self.engine.name, {"captcha": "blocked"}.get(parsed.status, parsed.status)).inc()
         if parsed.status in FAILED:
             log.warning(
                 "%s %s %r: %s (%s)", self.grid.round_id(k), profile.id, query, parsed.status, parsed.detail

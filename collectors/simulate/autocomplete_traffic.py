@@ -156,6 +156,7 @@ class AutocompleteSimulation:
             "event_id": str(uuid.uuid5(EVENT_NAMESPACE, ident)),  # a repost deduplicates
             "sent_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "crawl_id": crawl_id,
+            **({"study_id": self.config.study} if type_ != "autocomplete_node" else {}),
             "engine": self.config.engine,
             "root": root,
             **fields,

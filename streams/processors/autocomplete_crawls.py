@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 CrawlKey = tuple[str, str, str]  # engine, root, crawl_id
 
 MARKER_SQL = """
-SELECT toString(received_at) AS completed_at, max_depth, trimming_rule, n_nodes, n_edges, n_failed
+SELECT toString(received_at) AS completed_at, max_depth, trimming_rule, n_nodes, n_edges, n_failed,
+       study_id
 FROM crawl_markers
 WHERE type = 'crawl_completed' AND engine = {engine} AND root = {root} AND crawl_id = {crawl_id}
 ORDER BY received_at LIMIT 1
@@ -48,14 +49,14 @@ ORDER BY depth, received_at, query
 """
 PREVIOUS_SQL = """
 SELECT crawl_id FROM crawl_markers
-WHERE type = 'crawl_completed' AND engine = {engine} AND root = {root}
+WHERE type = 'crawl_completed' AND engine = {engine} AND root = {root} AND study_id = {study_id}
   AND received_at < toDateTime64({completed_at}, 3, 'UTC')
 ORDER BY received_at DESC LIMIT 1
 """
 ROUND_SQL = """
 SELECT root, crawl_id, nmi FROM autocomplete_crawls
-WHERE engine = {engine} AND root IN (SELECT root FROM autocomplete_crawls
-                                     WHERE engine = {engine} AND crawl_id = {crawl_id})
+WHERE engine = {engine} AND study_id = {study_id}
+  AND root IN (SELECT root FROM autocomplete_crawls WHERE engine = {engine} AND crawl_id = {crawl_id})
 ORDER BY root, completed_at
 """
 
@@ -113,7 +114,7 @@ class AutocompleteAnalytics:
             log.warning("autocomplete analytics failed; retrying on the next tick", exc_info=True)
 
     async def _analyse(self, keys: set[CrawlKey]) -> None:
-        rounds: set[tuple[str, str]] = set()
+        rounds: set[tuple[str, str, str]] = set()
         for key in sorted(keys):
             crawl = await self._load(*key)
             if crawl is None or len(crawl.nodes) < crawl.n_nodes:
@@ -126,9 +127,9 @@ class AutocompleteAnalytics:
             await self._insert("agg_autocomplete_churn", churn_rows(crawl, previous, now))
             await self._insert("agg_autocomplete_associations", association_rows(crawl, now))
             await self._insert("agg_autocomplete_crawls", [crawl_row(crawl, previous, now)])
-            rounds.add((crawl.engine, crawl.crawl_id))
-        for engine, crawl_id in sorted(rounds):
-            await self._check_shock(engine, crawl_id)
+            rounds.add((crawl.engine, crawl.crawl_id, crawl.study_id))
+        for engine, crawl_id, study_id in sorted(rounds):
+            await self._check_shock(engine, crawl_id, study_id)
 
     async def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
         if rows:
@@ -139,7 +140,7 @@ class AutocompleteAnalytics:
         marker = await self.store.query(MARKER_SQL.format(**params))
         if not marker.rows:
             return None
-        completed_at, max_depth, rule, n_nodes, n_edges, n_failed = marker.rows[0]
+        completed_at, max_depth, rule, n_nodes, n_edges, n_failed, study_id = marker.rows[0]
         result = await self.store.query(NODES_SQL.format(**params))
         nodes, blocked = [], 0
         for query, parent, depth, ranks, texts, status in result.rows:
@@ -157,19 +158,26 @@ class AutocompleteAnalytics:
             int(n_failed),
             tuple(nodes),
             blocked,
+            str(study_id),
         )
 
     async def _previous(self, crawl: CompletedCrawl) -> str | None:
         result = await self.store.query(
             PREVIOUS_SQL.format(
-                engine=quote(crawl.engine), root=quote(crawl.root), completed_at=quote(crawl.completed_at)
+                engine=quote(crawl.engine),
+                root=quote(crawl.root),
+                completed_at=quote(crawl.completed_at),
+                study_id=quote(crawl.study_id),
             )
         )
         return str(result.rows[0][0]) if result.rows else None
 
-    async def _check_shock(self, engine: str, crawl_id: str) -> None:
-        """Judge the round with the roots completed so far; the alert is raised once."""
-        result = await self.store.query(ROUND_SQL.format(engine=quote(engine), crawl_id=quote(crawl_id)))
+    async def _check_shock(self, engine: str, crawl_id: str, study_id: str) -> None:
+        """Judge the round with the roots completed so far, against the same study's history;
+        the alert is raised once."""
+        result = await self.store.query(
+            ROUND_SQL.format(engine=quote(engine), crawl_id=quote(crawl_id), study_id=quote(study_id))
+        )
         history: dict[str, list[float]] = {}
         current: dict[str, float] = {}
         for root, cid, value in result.rows:

@@ -38,6 +38,7 @@ class CompletedCrawl:
     n_failed: int
     nodes: tuple[Node, ...]
     n_blocked: int = 0
+    study_id: str = ""
 
     @property
     def rule(self) -> str:
@@ -85,6 +86,7 @@ def crawl_row(crawl: CompletedCrawl, previous: CompletedCrawl | None, computed_a
         **crawl._key(),
         "completed_at": crawl.completed_at,
         "previous_crawl_id": previous.crawl_id if previous else "",
+        "study_id": crawl.study_id,
         "n_nodes": crawl.n_nodes,
         "n_edges": crawl.n_edges,
         "n_failed": crawl.n_failed,

@@ -29,13 +29,25 @@ AFTER = {
 }
 
 
-def crawl(tmp_path: Path, server: FakeSuggestServer, service: Service, crawl_id: str) -> None:
+def crawl(
+    tmp_path: Path, server: FakeSuggestServer, service: Service, crawl_id: str, study: str = "acreal"
+) -> None:
     roots = tmp_path / "roots.txt"
     roots.write_text("alpha\n")
     args = ["crawl", "autocomplete", "--roots", str(roots), "--engine", "google"]
     args += ["--endpoint", f"google={server.base_url}", "--max-depth", "2", "--crawl-id", crawl_id]
     args += ["--state-dir", str(tmp_path / "state"), "--archive-dir", str(tmp_path / "archive")]
-    args += ["--no-progress", "--rate", "20", "--url", service.url, "--api-key", service.api_key]
+    args += [
+        "--no-progress",
+        "--rate",
+        "20",
+        "--url",
+        service.url,
+        "--api-key",
+        service.api_key,
+        "--study",
+        study,
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
 
@@ -56,6 +68,7 @@ def test_crawler_to_clickhouse(tmp_path: Path, service: Service) -> None:
         crawl(tmp_path, server, service, "acreal-1")
         server.set_graph(AFTER)
         crawl(tmp_path, server, service, "acreal-2")
+        crawl(tmp_path, server, service, "otherstudy-1", study="otherstudy")  # the same root, another study
 
     def analysed() -> list[dict[str, Any]]:
         rows = service.sql(
@@ -105,3 +118,13 @@ def test_crawler_to_clickhouse(tmp_path: Path, service: Service) -> None:
     assert {(c["rank"], c["depth"]) for c in doc["churn"]} == set(stored)
     assert [r["crawl_id"] for r in doc["nmi"]] == ["acreal-2"] and doc["nmi"][0]["shock"] in (0, False)
     assert sum(s["suggestions"] for s in doc["survival"]) == len(network_texts(before) | network_texts(after))
+
+    # Another study's crawl of the same root is its study's first: nothing to compare with.
+    other = wait_for(
+        lambda: service.sql(
+            "SELECT study_id, previous_crawl_id, nmi FROM autocomplete_crawls WHERE crawl_id = 'otherstudy-1'"
+        ),
+        60,
+        "the other study's crawl analysed",
+    )
+    assert other == [{"study_id": "otherstudy", "previous_crawl_id": "", "nmi": None}]

@@ -201,6 +201,41 @@ def test_backs_off_on_429_with_growing_spacing(tmp_path: Path, server: FakeSugge
         assert record["attempts"] == 4
 
 
+def test_crawler_metrics_count_answers_retries_and_breaker_openings(
+    tmp_path: Path, server: FakeSuggestServer
+) -> None:
+    from prometheus_client import REGISTRY
+
+    def value(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    before = {
+        "retry": value("auditstream_crawler_requests_total", engine="google", outcome="retry"),
+        "ok": value("auditstream_crawler_requests_total", engine="google", outcome="ok"),
+        "backoffs": value("auditstream_crawler_backoffs_total", engine="google"),
+        "blocks": value("auditstream_crawler_blocks_total", engine="google"),
+    }
+    server.script("alpha", 429, 503)
+    polite = Politeness(
+        rate=50.0,
+        jitter=0.0,
+        max_retries=4,
+        backoff_base=0.05,
+        breaker_threshold=1,
+        breaker_cooldown_s=0.1,
+        seed=3,
+    )
+    crawl(tmp_path, server.base_url, ("alpha",), max_depth=0, politeness=polite)
+    assert (
+        value("auditstream_crawler_requests_total", engine="google", outcome="retry") - before["retry"] == 2
+    )
+    assert value("auditstream_crawler_backoffs_total", engine="google") - before["backoffs"] == 2
+    assert value("auditstream_crawler_requests_total", engine="google", outcome="ok") - before["ok"] == 1
+    assert (
+        value("auditstream_crawler_blocks_total", engine="google") - before["blocks"] == 1
+    )  # the 429 opened it
+
+
 def test_retries_run_out_then_the_node_is_recorded_and_the_crawl_goes_on(
     tmp_path: Path, server: FakeSuggestServer
 ) -> None:
