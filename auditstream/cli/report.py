@@ -326,7 +326,8 @@ def personalization(
     section: Annotated[
         str,
         typer.Option(
-            help="With --format csv: by_treatment, by_rank, most_personalized, least_personalized or rounds"
+            help="With --format csv: overall, by_treatment, by_category, by_rank, most_personalized, "
+            "least_personalized or rounds"
         ),
     ] = "by_treatment",
     url: Url = "http://127.0.0.1:8080",
@@ -350,6 +351,8 @@ def personalization(
         emit_json({name: as_dicts(r) for name, r in results.items()})
         return
     titles = {
+        "overall": "overall: every treatment against the control, and the noise floor",
+        "by_category": "per query category",
         "by_treatment": "per treatment value, against the control (noise = control vs its twin)",
         "by_rank": "share of results changed per rank: treatment vs noise floor",
         "most_personalized": "most personalized queries",

@@ -11,6 +11,11 @@ def sections(study: str, top: int = 5) -> dict[str, str]:
     """SQL per report section, for one study."""
     where = f"WHERE study_id = {quote(study)}"
     return {
+        "overall": (
+            "SELECT pairs, round(changed, 4) AS changed, round(changed_noise, 4) AS changed_noise, "
+            "round(personalization, 4) AS personalization, round(rank1_moved, 4) AS rank1_moved, "
+            f"round(rank1_moved_noise, 4) AS rank1_moved_noise FROM personalization_overall {where}"
+        ),
         "by_treatment": (
             "SELECT treatment, pairs, round(jaccard, 3) AS jaccard, "
             "round(jaccard_noise, 3) AS jaccard_noise, round(edit_distance, 2) AS edit_distance, "
@@ -22,6 +27,12 @@ def sections(study: str, top: int = 5) -> dict[str, str]:
             "SELECT treatment, rank, round(changed_treatment, 4) AS changed, "
             "round(changed_noise, 4) AS noise, round(personalization, 4) AS personalization "
             f"FROM personalization_by_rank {where} ORDER BY treatment, rank"
+        ),
+        "by_category": (
+            "SELECT query_category, treatment, pairs, round(changed, 4) AS changed, "
+            "round(changed_noise, 4) AS changed_noise, round(personalization, 4) AS personalization, "
+            "round(rank1_moved, 4) AS rank1_moved "
+            f"FROM personalization_by_category {where} ORDER BY query_category, treatment"
         ),
         "most_personalized": (
             f"SELECT {QUERY_COLUMNS} FROM personalization_by_query {where} "

@@ -160,5 +160,10 @@ def test_report_personalization(service: Service) -> None:
     assert doc["rounds"][0]["rounds"] == 12 and doc["rounds"][0]["incomplete"] == 1
     assert doc["rounds"][0]["skew_ms_max"] == pytest.approx(21.0)
     assert len(doc["by_rank"]) == 2 * 10
+    overall = doc["overall"][0]
+    assert overall["personalization"] == pytest.approx(
+        overall["changed"] - overall["changed_noise"], abs=2e-4
+    )
+    assert {c["query_category"] for c in doc["by_category"]} == {"politics"}
     table = CliRunner().invoke(app, args, terminal_width=200)
     assert table.exit_code == 0 and "most personalized queries" in table.output
