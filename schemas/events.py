@@ -163,7 +163,8 @@ class _CrawlMarker(_Event):
     engine: Engine
     root: Text
     max_depth: Annotated[StrictInt, Field(ge=0, le=16)]
-    trimming_rule: Annotated[str, StringConstraints(strict=True, max_length=64)] = "first_last_word"
+    trimming_rule: Literal["first_last_word", "all_words", "any_word", "none"] = "first_last_word"
+    """Names in streams/stats/autocomplete_network.TRIMMING_RULES (a test keeps them equal)."""
 
 
 class CrawlStarted(_CrawlMarker):

@@ -137,7 +137,7 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         guarded(sink.check_identification)
     )
     app.timer(SRM_EVERY_S, name="autocomplete_retry")(guarded(sink.autocomplete.retry_pending))
-    app.timer(1.0, name="personalization_rounds")(guarded(sink.personalization.expire_waiting))
+    app.timer(2.0, name="personalization_rounds")(guarded(sink.personalization.expire_waiting))
 
     @app.timer(SRM_EVERY_S, name="consumer_lag")
     @guarded
@@ -151,7 +151,7 @@ def create_app(settings: Settings, store: Store) -> faust.App:
             committed = getattr(consumer, "_committed_offset", {}).get(tp)  # faust has no public accessor
             if highwater is not None:
                 lag[(tp.topic, tp.partition)] = max(0, highwater - (committed or 0))
-        set_lag(lag)
+        set_lag(lag)  # replaces every partition's value: revoked partitions disappear
 
     for family in FAMILIES:
         topic = app.topic(

@@ -56,5 +56,8 @@ def count_stored(family: str, events: Iterable[Mapping[str, Any]]) -> None:
 
 
 def set_lag(lag: Mapping[tuple[str, int], int]) -> None:
+    """The lag of the partitions assigned now; those revoked in a rebalance are dropped, so a
+    partition another worker took over is not reported stale here."""
+    LAG.clear()
     for (topic, partition), value in lag.items():
         LAG.labels(topic, str(partition)).set(value)

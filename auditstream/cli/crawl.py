@@ -226,7 +226,10 @@ def autocomplete(
     lang: Annotated[str, typer.Option(help="Google hl= language")] = "en",
     market: Annotated[str, typer.Option(help="Bing mkt= market")] = "en-US",
     trimming_rule: Annotated[
-        str, typer.Option(help="Trimming rule named in crawl_completed (applied downstream)")
+        str,
+        typer.Option(
+            help="Trimming rule named in crawl_completed: first_last_word, all_words, any_word, none"
+        ),
     ] = "first_last_word",
     rate: Annotated[float, typer.Option(help="Requests per second per engine (0 = unlimited)")] = 1.0,
     jitter: Annotated[float, typer.Option(help="Extra random gap, as a fraction of 1/rate")] = 0.5,

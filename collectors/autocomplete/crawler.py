@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import typing
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from collectors.autocomplete.state import CrawlJournal, CrawlParams
 from collectors.common.archive import Archive
 from collectors.common.exceptions import CrawlConfigError, CrawlStateError, unwrap_group
 from collectors.common.sinks import EventSink
+from schemas.events import CrawlStarted
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,9 @@ def check_params(params: CrawlParams) -> None:
         raise CrawlConfigError("no roots to crawl")
     if not 0 <= params.max_depth <= MAX_DEPTH_LIMIT:
         raise CrawlConfigError(f"max depth must be within 0..{MAX_DEPTH_LIMIT}")
+    rules = typing.get_args(CrawlStarted.model_fields["trimming_rule"].annotation)
+    if params.trimming_rule not in rules:
+        raise CrawlConfigError(f"trimming rule must be one of {', '.join(rules)}")
     for root in params.roots:
         if not 0 < len(root) <= MAX_TEXT:
             raise CrawlConfigError(f"a root must have 1..{MAX_TEXT} characters: {root[:40]!r}...")

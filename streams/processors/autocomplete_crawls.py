@@ -9,6 +9,7 @@ replay recomputes the same numbers.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -50,7 +51,7 @@ ORDER BY depth, received_at, query
 PREVIOUS_SQL = """
 SELECT crawl_id FROM crawl_markers
 WHERE type = 'crawl_completed' AND engine = {engine} AND root = {root} AND study_id = {study_id}
-  AND received_at < toDateTime64({completed_at}, 3, 'UTC')
+  AND n_failed = 0 AND received_at < toDateTime64({completed_at}, 3, 'UTC')
 ORDER BY received_at DESC LIMIT 1
 """
 ROUND_SQL = """
@@ -59,6 +60,23 @@ WHERE engine = {engine} AND study_id = {study_id}
   AND root IN (SELECT root FROM autocomplete_crawls WHERE engine = {engine} AND crawl_id = {crawl_id})
 ORDER BY root, completed_at
 """
+ROUND_PROGRESS_SQL = """
+SELECT (SELECT uniqExact(root) FROM crawl_markers
+        WHERE type = 'crawl_started' AND engine = {engine} AND crawl_id = {crawl_id}) AS started,
+       (SELECT uniqExact(root) FROM autocomplete_crawls
+        WHERE engine = {engine} AND crawl_id = {crawl_id}) AS done
+"""
+ORPHANS_SQL = """
+SELECT engine, root, crawl_id FROM crawl_markers
+WHERE type = 'crawl_completed'
+  AND (engine, root, crawl_id) NOT IN (SELECT engine, root, crawl_id FROM autocomplete_crawls)
+LIMIT 1000
+"""
+WAIT_TICKS = 60
+"""Timer ticks (5 s each) a crawl waits for missing nodes before it is analysed as it is."""
+ORPHAN_SCAN_EVERY = 12
+"""Every this many ticks (and on the first), completed crawls never analysed are found in
+ClickHouse: pending crawls live in memory and a restarted worker forgets them."""
 
 
 def _now() -> str:
@@ -95,6 +113,10 @@ class AutocompleteAnalytics:
         self.raise_alert = raise_alert
         self.rule = rule or ShockRule()
         self.pending: set[CrawlKey] = set()
+        self.waits: dict[CrawlKey, int] = {}
+        self.ticks = 0
+        self.lock = asyncio.Lock()
+        """One analysis at a time: the timer's and a batch's would otherwise both judge a round."""
 
     async def crawls_completed(self, markers: Iterable[Mapping[str, Any]]) -> None:
         """Analyse the crawls these ``crawl_completed`` events finished (raises on store errors,
@@ -103,23 +125,44 @@ class AutocompleteAnalytics:
         await self._analyse(keys)
 
     async def retry_pending(self) -> None:
-        """Timer: crawls whose nodes were incomplete, and any that failed, are tried again."""
+        """Timer: crawls whose nodes were incomplete are tried again, and now and then the
+        completed crawls no worker analysed (a restart forgot them) are picked up."""
         due, self.pending = set(self.pending), set()
-        if not due:
-            return
+        self.ticks += 1
         try:
-            await self._analyse(due)
+            if self.ticks % ORPHAN_SCAN_EVERY == 1:
+                found = await self.store.query(ORPHANS_SQL)
+                due |= {(str(e), str(r), str(c)) for e, r, c in found.rows}
+            if due:
+                await self._analyse(due)
         except (StoreError, StoreUnavailable):
             self.pending |= due
             log.warning("autocomplete analytics failed; retrying on the next tick", exc_info=True)
 
     async def _analyse(self, keys: set[CrawlKey]) -> None:
+        async with self.lock:
+            await self._analyse_locked(keys)
+
+    async def _analyse_locked(self, keys: set[CrawlKey]) -> None:
         rounds: set[tuple[str, str, str]] = set()
         for key in sorted(keys):
             crawl = await self._load(*key)
-            if crawl is None or len(crawl.nodes) < crawl.n_nodes:
-                self.pending.add(key)  # nodes still on their way
-                continue
+            if crawl is None:
+                continue  # no marker (yet): nothing to analyse
+            if len(crawl.nodes) < crawl.n_nodes:
+                self.waits[key] = self.waits.get(key, 0) + 1
+                if self.waits[key] <= WAIT_TICKS:
+                    self.pending.add(key)  # nodes still on their way
+                    continue
+                log.warning(
+                    "crawl %s of %r on %s: %d of %d nodes arrived; analysed as it is",
+                    key[2],
+                    key[1],
+                    key[0],
+                    len(crawl.nodes),
+                    crawl.n_nodes,
+                )
+            self.waits.pop(key, None)
             previous_id = await self._previous(crawl)
             previous = await self._load(crawl.engine, crawl.root, previous_id) if previous_id else None
             now = _now()
@@ -173,8 +216,14 @@ class AutocompleteAnalytics:
         return str(result.rows[0][0]) if result.rows else None
 
     async def _check_shock(self, engine: str, crawl_id: str, study_id: str) -> None:
-        """Judge the round with the roots completed so far, against the same study's history;
-        the alert is raised once."""
+        """Judge the round once every root that started it is analysed, against the same
+        study's history; the alert is raised once. (Judged earlier, the first few roots
+        could decide alone, and an alert cannot be taken back.)"""
+        params = {"engine": quote(engine), "crawl_id": quote(crawl_id)}
+        progress = await self.store.query(ROUND_PROGRESS_SQL.format(**params))
+        started, done = (int(x) for x in progress.rows[0])
+        if done < started:
+            return
         result = await self.store.query(
             ROUND_SQL.format(engine=quote(engine), crawl_id=quote(crawl_id), study_id=quote(study_id))
         )

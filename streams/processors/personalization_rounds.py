@@ -5,7 +5,8 @@ snapshots, so late arrivals update it and a replay rewrites the same rows. Only
 snapshots received within ``wait_s`` of the round's first one take part: the result
 depends on the events, not on when the worker happened to run. A round still missing
 profiles is 'waiting' until its wait ends, then 'incomplete' (recorded, not dropped);
-the worker's timer re-evaluates waiting rounds after their deadline.
+the worker's timer finds waiting rounds past their deadline in ClickHouse (not in
+memory, so a restarted worker settles them too) and re-evaluates them.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ FROM serp_snapshots
 WHERE (study_id, round_id, query) IN ({keys})
 ORDER BY study_id, round_id, query, received_at, profile_id
 """
+WAITING_SQL = """
+SELECT study_id, round_id, query FROM personalization_rounds
+WHERE state = 'waiting' AND first_received_at < now64(3) - toIntervalMillisecond({wait_ms})
+LIMIT 1000
+"""
 PROFILES_SQL = """
 SELECT study_id, uniqExact(profile_id) FROM serp_snapshots WHERE study_id IN ({studies}) GROUP BY study_id
 """
@@ -52,7 +58,6 @@ class PersonalizationRounds:
     def __init__(self, store: Store, wait_s: float = 600.0) -> None:
         self.store = store
         self.wait_s = wait_s
-        self.waiting: dict[RoundKey, float] = {}  # key -> monotonic deadline
 
     async def snapshots_stored(self, events: Iterable[Mapping[str, Any]]) -> None:
         """Recompute the rounds these snapshots belong to (raises on store errors, so the
@@ -63,12 +68,11 @@ class PersonalizationRounds:
 
     async def expire_waiting(self) -> None:
         """Timer: rounds whose wait ended are settled as complete or incomplete."""
-        now = time.monotonic()
-        due = {k for k, deadline in self.waiting.items() if deadline <= now}
-        if not due:
-            return
         try:
-            await self._recompute(due)
+            found = await self.store.query(WAITING_SQL.format(wait_ms=int(self.wait_s * 1000)))
+            due = {(str(s), str(r), str(q)) for s, r, q in found.rows}
+            if due:
+                await self._recompute(due)
         except (StoreError, StoreUnavailable):
             log.warning("settling personalization rounds failed; retrying on the next tick", exc_info=True)
 
@@ -111,13 +115,10 @@ class PersonalizationRounds:
         received = len({s.profile_id for s in snapshots})
         if received >= expected:
             state = "complete"
-            self.waiting.pop(key, None)
         elif time.time() * 1000 < cutoff_ms:
             state = "waiting"
-            self.waiting[key] = time.monotonic() + (cutoff_ms - time.time() * 1000) / 1000 + 0.5
         else:
             state = "incomplete"
-            self.waiting.pop(key, None)
         common = {
             "study_id": study,
             "round_id": round_id,

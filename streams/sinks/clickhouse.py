@@ -47,7 +47,11 @@ SINK_ERRORS = Counter("auditstream_sink_errors_total", "Failed store attempts (r
 
 ID_CHUNK = 5000  # event ids per lookup (~200 KB of SQL), inside max_query_size
 ALERTS = Counter("auditstream_alerts_raised_total", "Alerts raised by stream detectors", ["kind"])
-REQUIRED = {EXTENSION.name: ("experiment_id", "engine", "install_id")}
+REQUIRED = {
+    EXTENSION.name: ("experiment_id", "engine", "install_id"),
+    AUTOCOMPLETE.name: ("crawl_id", "engine", "root"),
+    SERP.name: ("study_id", "round_id", "query"),
+}
 
 
 @dataclass
@@ -81,6 +85,7 @@ class ClickHouseSink:
         self.personalization = PersonalizationRounds(store, round_wait_s)
         self.webhook_url = webhook_url
         self.identification_rule = IdentificationRule()
+        self.alert_lock = asyncio.Lock()
 
     async def write(self, family: Family, values: Sequence[bytes]) -> WriteResult:
         """Store a batch; retry with backoff until it is stored, whatever went wrong."""
@@ -150,15 +155,27 @@ class ClickHouseSink:
         if family is AUTOCOMPLETE:
             completed = [e for e in batch.events if e.get("type") == "crawl_completed"]
             if completed:
-                await self.autocomplete.crawls_completed(completed)
+                await self._analytics(family, self.autocomplete.crawls_completed(completed))
         if family is SERP and batch.events:
-            await self.personalization.snapshots_stored(batch.events)
+            await self._analytics(family, self.personalization.snapshots_stored(batch.events))
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
         SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)
         SINK_ROWS.labels(family.raw_table, "duplicate").inc(len(existing))
         SINK_ROWS.labels(family.raw_table, "dead_letter").inc(n_dead)
         return WriteResult(inserted=inserted, duplicates=len(existing), dead=n_dead)
+
+    async def _analytics(self, family: Family, work: Awaitable[None]) -> None:
+        """Derived tables of a stored batch. A store failure retries the batch; anything else
+        is a data problem (the raw rows are stored, and a replay or the next event of the same
+        key recomputes them), so it is logged and counted instead of blocking the partition."""
+        try:
+            await work
+        except (StoreError, StoreUnavailable):
+            raise
+        except Exception:
+            SINK_ERRORS.labels(family.raw_table, "analytics").inc()
+            log.exception("deriving %s statistics failed for a stored batch; the batch is kept", family.name)
 
     async def _install_stats(self, keys: set[tuple[str, str, int]], days: set[tuple[str, str, date]]) -> None:
         await self.store.execute(arrangement_stats.slices_sql(keys))
@@ -218,6 +235,10 @@ class ClickHouseSink:
             log.warning("identification check failed; retrying on the next tick", exc_info=True)
 
     async def _raise_once(self, alert: dict[str, Any]) -> None:
+        async with self.alert_lock:  # detectors run concurrently: check and insert as one step
+            await self._raise_once_locked(alert)
+
+    async def _raise_once_locked(self, alert: dict[str, Any]) -> None:
         known = await self.store.query(
             f"SELECT count() FROM alerts WHERE alert_id = {quote(alert['alert_id'])}"
         )

@@ -71,8 +71,11 @@ def edge_rows(crawl: CompletedCrawl, computed_at: str) -> list[dict[str, Any]]:
 
 
 def crawl_nmi(crawl: CompletedCrawl, previous: CompletedCrawl | None) -> float:
-    """nmi between the word distributions of the two networks (root words left out)."""
-    if previous is None:
+    """nmi between the word distributions of the two networks (root words left out).
+
+    A crawl with failed nodes (blocked, error) has holes, not a changed network: it gets no
+    nmi and no churn, and is never the previous crawl of another (see the processor)."""
+    if previous is None or crawl.n_failed:
         return math.nan
     return nmi(
         word_distribution(network_texts(previous.nodes), crawl.root),
@@ -101,7 +104,7 @@ def crawl_row(crawl: CompletedCrawl, previous: CompletedCrawl | None, computed_a
 def churn_rows(
     crawl: CompletedCrawl, previous: CompletedCrawl | None, computed_at: str
 ) -> list[dict[str, Any]]:
-    if previous is None:
+    if previous is None or crawl.n_failed:
         return []
     cells = churn(suggestion_sets(previous.nodes), suggestion_sets(crawl.nodes))
     return [

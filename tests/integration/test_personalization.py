@@ -167,3 +167,24 @@ def test_report_personalization(service: Service) -> None:
     assert {c["query_category"] for c in doc["by_category"]} == {"politics"}
     table = CliRunner().invoke(app, args, terminal_width=200)
     assert table.exit_code == 0 and "most personalized queries" in table.output
+
+
+def test_without_a_noise_floor_personalization_is_unknown(service: Service) -> None:
+    """The twin was blocked every round: no noise pairs, so personalization is NULL, not raw change."""
+    start = datetime.now(UTC)
+    events = []
+    for r in range(3):
+        urls = [f"https://site{i}.example/" for i in range(10)]
+        for profile in PROFILES[:3]:
+            status = "captcha" if profile[1] == "control_twin" else "ok"
+            event = snapshot(r, "q", profile, urls[::-1] if profile[2] else urls, start, status)
+            event["study_id"], event["round_id"] = "pers-nonoise", f"pers-nonoise-r{r:04d}"
+            events.append(event)
+    assert service.post(events).status == 202
+
+    def rows() -> list[dict[str, Any]]:
+        return service.sql("SELECT * FROM personalization_by_treatment WHERE study_id = 'pers-nonoise'")
+
+    (row,) = wait_for(rows, 60, "the study compared")
+    assert row["changed"] == pytest.approx(1.0) and row["changed_noise"] is None
+    assert row["personalization"] is None

@@ -141,7 +141,7 @@ def test_events_validate_and_have_deterministic_ids() -> None:
         sent_at=at,
     )
     started = started_event(
-        crawl_id="ac-1", engine="google", root="charlie baker", max_depth=8, trimming_rule="r"
+        crawl_id="ac-1", engine="google", root="charlie baker", max_depth=8, trimming_rule="all_words"
     )
     done = completed_event(
         crawl_id="ac-1",

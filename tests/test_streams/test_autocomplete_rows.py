@@ -68,3 +68,13 @@ def test_association_rows_name_edges_by_added_words() -> None:
     assert ("biography", "youtube") in pairs
     assert all(r["edges"] == 1 for r in association_rows(FIRST, NOW))
     assert association_rows(SECOND, NOW)[0]["crawl_id"] == "c2"
+
+
+def test_a_crawl_with_failed_nodes_gets_no_nmi_and_no_churn() -> None:
+    """A blocked branch is a hole, not a changed network (else a blocking episode looks like a shock)."""
+    from dataclasses import replace
+
+    holed = replace(SECOND, n_failed=1)
+    assert crawl_row(holed, FIRST, NOW)["nmi"] is None
+    assert churn_rows(holed, FIRST, NOW) == []
+    assert crawl_row(SECOND, FIRST, NOW)["nmi"] is not None

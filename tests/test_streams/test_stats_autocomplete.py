@@ -566,3 +566,12 @@ def test_detect_shocks_over_a_study() -> None:
         for root, value in current.items():
             history.setdefault(root, []).append(value)
     assert live == shocks
+
+
+def test_the_schema_accepts_exactly_the_trimming_rules_the_stream_knows() -> None:
+    import typing
+
+    from schemas.events import CrawlStarted
+    from streams.stats.autocomplete_network import TRIMMING_RULES
+
+    assert set(typing.get_args(CrawlStarted.model_fields["trimming_rule"].annotation)) == set(TRIMMING_RULES)
