@@ -38,18 +38,17 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import html
-import json
 import random
-import threading
 import time
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote_plus
 
 from aiohttp import web
+
+from tests.fakes.threaded import ThreadedFake
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "serp"
 CAPTCHA = "captcha"
@@ -191,12 +190,14 @@ class Served:
     organic: tuple[str, ...]
 
 
-class FakeSerpEngine:
+class FakeSerpEngine(ThreadedFake):
     """``with FakeSerpEngine(script) as engine: ... engine.base_url ...`` (own thread and loop)."""
 
+    thread_name = "fake-serp"
+
     def __init__(self, script: FakeEngineScript | None = None) -> None:
+        super().__init__()
         self.script = script or FakeEngineScript()
-        self._lock = threading.Lock()
         self._scripts: dict[str, deque[int | str]] = {}
         self._hits: list[Hit] = []
         self._served: list[Served] = []
@@ -204,12 +205,6 @@ class FakeSerpEngine:
         self.delays: dict[str, float] = {}
         """Seconds every answer to a profile waits (a slow profile)."""
         self.slow_s = 2.0
-        self.api_key = "test-key"
-        self.ingested: list[dict[str, Any]] = []
-        self.port = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread: threading.Thread | None = None
 
     # --- scripting and observation (any thread) -----------------------------------------
 
@@ -227,10 +222,6 @@ class FakeSerpEngine:
     def served(self) -> list[Served]:
         with self._lock:
             return list(self._served)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     # --- serving --------------------------------------------------------------------------
 
@@ -275,46 +266,5 @@ class FakeSerpEngine:
             response.set_cookie("NID", hashlib.sha1(f"{profile}".encode()).hexdigest()[:16], path="/")
         return response
 
-    async def _ingest(self, request: web.Request) -> web.Response:
-        if request.headers.get("Authorization") != f"Bearer {self.api_key}":
-            return web.json_response({"error": "unauthorized"}, status=401)
-        batch = json.loads(await request.read())
-        with self._lock:
-            self.ingested.extend(batch)
-        return web.json_response({"accepted": len(batch), "rejected": []}, status=202)
-
-    async def _serve(self, ready: threading.Event) -> None:
-        self._stop = asyncio.Event()
-        app = web.Application()
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/search", self._search)
-        app.router.add_post("/v1/events", self._ingest)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = runner.addresses[0][1]
-        ready.set()
-        try:
-            await self._stop.wait()
-        finally:
-            await runner.cleanup()
-
-    def __enter__(self) -> FakeSerpEngine:
-        ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        loop = self._loop
-        self._thread = threading.Thread(
-            target=lambda: loop.run_until_complete(self._serve(ready)), name="fake-serp", daemon=True
-        )
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("fake search engine did not start")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread is not None:
-            self._thread.join(10)
-        if self._loop is not None:
-            self._loop.close()

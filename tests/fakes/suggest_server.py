@@ -15,15 +15,15 @@ from __future__ import annotations
 import asyncio
 import html
 import json
-import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.threaded import ThreadedFake
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "autocomplete"
 CAPTCHA = "captcha"
@@ -74,11 +74,13 @@ def render(fmt: str, query: str, suggestions: Sequence[str]) -> tuple[bytes, str
     return f'<ul class="sa_drw" role="listbox" id="sa_ul">{items}</ul>'.encode(), "text/html"
 
 
-class FakeSuggestServer:
+class FakeSuggestServer(ThreadedFake):
     """``with FakeSuggestServer(graph) as server: ... server.base_url ...``."""
 
+    thread_name = "fake-suggest"
+
     def __init__(self, graph: Mapping[str, Sequence[str]] | None = None) -> None:
-        self._lock = threading.Lock()
+        super().__init__()
         self._graph: dict[str, list[str]] = {}
         self.set_graph(graph or {})
         self._scripts: dict[str, deque[int | str]] = {}
@@ -88,15 +90,7 @@ class FakeSuggestServer:
         self.hold_from: int | None = None
         """Requests numbered from this one on (1-based) wait until ``release()``."""
         self.slow_s = 2.0
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._release: asyncio.Event | None = None
-        self._thread: threading.Thread | None = None
-        self._stop: asyncio.Event | None = None
-        self.port = 0
-        self.api_key = "test-key"
-        self.ingested: list[dict[str, Any]] = []
-        self.ingest_failures: deque[int] = deque()
-        """Statuses to answer the next ingest posts with before accepting (e.g. 503)."""
 
     # --- scripting (any thread) -------------------------------------------------------
 
@@ -120,10 +114,6 @@ class FakeSuggestServer:
 
     def queries(self) -> list[str]:
         return [h.query for h in self.hits]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     # --- serving ----------------------------------------------------------------------
 
@@ -163,52 +153,12 @@ class FakeSuggestServer:
         body, ctype = render(fmt, query, suggestions)
         return web.Response(body=body, content_type=ctype, charset="utf-8")
 
-    async def _ingest(self, request: web.Request) -> web.Response:
-        if request.headers.get("Authorization") != f"Bearer {self.api_key}":
-            return web.json_response({"error": "unauthorized"}, status=401)
-        with self._lock:
-            failure = self.ingest_failures.popleft() if self.ingest_failures else None
-        if failure is not None:
-            return web.json_response({"error": "busy"}, status=failure, headers={"Retry-After": "0"})
-        batch = await request.json()
-        with self._lock:
-            self.ingested.extend(batch)
-        return web.json_response({"accepted": len(batch), "rejected": []}, status=202)
-
-    async def _serve(self, ready: threading.Event) -> None:
-        self._release = asyncio.Event()
-        self._stop = asyncio.Event()
-        app = web.Application()
-        app.router.add_post("/v1/events", self._ingest)
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/{tail:.*}", self._handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = runner.addresses[0][1]
-        ready.set()
-        try:
-            await self._stop.wait()
-        finally:
+
+    async def on_start(self) -> None:
+        self._release = asyncio.Event()
+
+    async def on_stop(self) -> None:
+        if self._release is not None:
             self._release.set()
-            await runner.cleanup()
-
-    def __enter__(self) -> FakeSuggestServer:
-        ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        loop = self._loop
-        self._thread = threading.Thread(
-            target=lambda: loop.run_until_complete(self._serve(ready)), name="fake-suggest", daemon=True
-        )
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("fake suggestion server did not start")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread is not None:
-            self._thread.join(10)
-        if self._loop is not None:
-            self._loop.close()
