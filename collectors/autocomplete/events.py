@@ -62,6 +62,30 @@ def node_event(
     return model.model_dump(mode="json")
 
 
+def _marker(
+    model: type[CrawlStarted | CrawlCompleted],
+    kind: str,
+    *,
+    crawl_id: str,
+    engine: str,
+    root: str,
+    sent_at: datetime | None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A crawl marker; its id comes from (crawl, engine, root, kind), so a re-send dedupes."""
+    marker = model(
+        type=kind,
+        schema_version=SCHEMA_VERSION,
+        event_id=event_id(crawl_id, engine, root, kind),
+        sent_at=_now(sent_at),
+        crawl_id=crawl_id,
+        engine=engine,
+        root=root,
+        **fields,
+    )
+    return marker.model_dump(mode="json")
+
+
 def started_event(
     *,
     crawl_id: str,
@@ -72,19 +96,17 @@ def started_event(
     study_id: str = "",
     sent_at: datetime | None = None,
 ) -> dict[str, Any]:
-    model = CrawlStarted(
-        type="crawl_started",
-        schema_version=SCHEMA_VERSION,
-        event_id=event_id(crawl_id, engine, root, "crawl_started"),
-        sent_at=_now(sent_at),
+    return _marker(
+        CrawlStarted,
+        "crawl_started",
         crawl_id=crawl_id,
-        study_id=study_id,
         engine=engine,
         root=root,
+        sent_at=sent_at,
+        study_id=study_id,
         max_depth=max_depth,
         trimming_rule=trimming_rule,
     )
-    return model.model_dump(mode="json")
 
 
 def completed_event(
@@ -100,19 +122,17 @@ def completed_event(
     study_id: str = "",
     sent_at: datetime | None = None,
 ) -> dict[str, Any]:
-    model = CrawlCompleted(
-        type="crawl_completed",
-        schema_version=SCHEMA_VERSION,
-        event_id=event_id(crawl_id, engine, root, "crawl_completed"),
-        sent_at=_now(sent_at),
+    return _marker(
+        CrawlCompleted,
+        "crawl_completed",
         crawl_id=crawl_id,
-        study_id=study_id,
         engine=engine,
         root=root,
+        sent_at=sent_at,
+        study_id=study_id,
         max_depth=max_depth,
         trimming_rule=trimming_rule,
         n_nodes=n_nodes,
         n_edges=n_edges,
         n_failed=n_failed,
     )
-    return model.model_dump(mode="json")

@@ -14,14 +14,13 @@ import logging
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import aiohttp
 
 from collectors.autocomplete.engines import EngineAdapter
 from collectors.autocomplete.parsers import ParsedResponse, parse_response
 from collectors.autocomplete.politeness import Politeness
-from collectors.common.http import RawResponse, network_error, read_capped, retry_after, retryable
+from collectors.common.http import RawResponse, no_answer, raw_response, retryable
 from collectors.common.metrics import BACKOFFS, BLOCKS, REQUESTS
 from collectors.common.politeness import Backoff, CircuitBreaker, RateLimiter
 
@@ -109,18 +108,9 @@ class EngineClient:
         self.requests += 1
         try:
             async with self._session.get(url, headers={"Accept-Language": self.adapter.lang}) as resp:
-                body = await read_capped(resp, self.politeness.max_body_bytes)
-                return RawResponse(
-                    url,
-                    resp.status,
-                    body,
-                    datetime.now(UTC),
-                    resp.content_type,
-                    resp.charset,
-                    retry_after=retry_after(resp.headers.get("Retry-After")),
-                )
+                return await raw_response(resp, url, self.politeness.max_body_bytes)
         except (aiohttp.ClientError, TimeoutError) as exc:
-            return RawResponse(url, 0, b"", datetime.now(UTC), error=network_error(exc))
+            return no_answer(url, exc)
 
 
 @contextlib.asynccontextmanager

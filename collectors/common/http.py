@@ -7,7 +7,7 @@ it saw (a timeout is a result too) and decides about retries in one place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import aiohttp
 
@@ -54,3 +54,22 @@ def network_error(exc: BaseException) -> str:
     """A short reason for ``RawResponse.error``."""
     text = "timeout" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
     return text[:200]
+
+
+async def raw_response(resp: aiohttp.ClientResponse, url: str, cap: int) -> RawResponse:
+    """What both crawlers keep of an answer: status, capped body, type and Retry-After."""
+    body = await read_capped(resp, cap)
+    return RawResponse(
+        url,
+        resp.status,
+        body,
+        datetime.now(UTC),
+        resp.content_type,
+        resp.charset,
+        retry_after=retry_after(resp.headers.get("Retry-After")),
+    )
+
+
+def no_answer(url: str, exc: BaseException) -> RawResponse:
+    """A request that got no answer (connection error, timeout)."""
+    return RawResponse(url, 0, b"", datetime.now(UTC), error=network_error(exc))

@@ -25,7 +25,7 @@ import aiohttp
 from yarl import URL
 
 from collectors.common.exceptions import CrawlConfigError, CrawlStateError
-from collectors.common.http import RawResponse, network_error, read_capped, retry_after
+from collectors.common.http import RawResponse, no_answer, raw_response
 from collectors.serp.study import Profile, Study
 
 log = logging.getLogger(__name__)
@@ -99,18 +99,9 @@ class HttpFetcher:
                 async with self._session.get(
                     url, proxy=self.profile.proxy, timeout=aiohttp.ClientTimeout(total=time_limit)
                 ) as resp:
-                    body = await read_capped(resp, MAX_BODY_BYTES)
-                    raw = RawResponse(
-                        str(resp.url),
-                        resp.status,
-                        body,
-                        datetime.now(UTC),
-                        resp.content_type,
-                        resp.charset,
-                        retry_after=retry_after(resp.headers.get("Retry-After")),
-                    )
+                    raw = await raw_response(resp, str(resp.url), MAX_BODY_BYTES)
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            raw = RawResponse(url, 0, b"", datetime.now(UTC), error=network_error(exc))
+            raw = no_answer(url, exc)
         await self._after_query()
         return raw
 
@@ -191,7 +182,7 @@ class BrowserFetcher:
             status = resp.status if resp is not None else 200
             raw = RawResponse(self._page.url, status, body, datetime.now(UTC), "text/html", "utf-8")
         except self._errors as exc:
-            raw = RawResponse(url, 0, b"", datetime.now(UTC), error=network_error(exc))
+            raw = no_answer(url, exc)
         if self.profile.clear_cookies:
             await self._context.clear_cookies()
             await self._seed()
