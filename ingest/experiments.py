@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from ingest.appkeys import STORE
 from ingest.errors import problem
-from ingest.handlers import authorize, json_response, read_json
+from ingest.handlers import authorize, json_response, read_json, store_unavailable
 from schemas.experiments import ExperimentConfig, now_utc
 from schemas.sql import quote
 from streams.storage import Store, StoreUnavailable
@@ -33,7 +33,7 @@ async def _existing(request: web.Request) -> ExperimentConfig:
     try:
         config = await load(request.app[STORE], request.match_info["experiment_id"])
     except StoreUnavailable as exc:
-        raise problem(503, "store_unavailable", str(exc)[:300], {"Retry-After": "5"}) from None
+        raise store_unavailable(request, exc) from None
     if config is None:
         raise problem(404, "not_found", "no such experiment")
     return config

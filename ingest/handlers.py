@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 from datetime import UTC, datetime
@@ -18,8 +19,10 @@ from ingest.producer import BrokerUnavailable
 from ingest.validation import Rejection, validate_batch
 from schemas.sql import ReadOnlyViolation, guard_read_only
 from schemas.topics import FAMILY_BY_TYPE
-from streams.storage import StoreError, StoreUnavailable
+from streams.storage import QueryResult, StoreError, StoreUnavailable
 from streams.transforms.batch import format_received_at
+
+log = logging.getLogger(__name__)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -129,6 +132,26 @@ def _record(prefix: str, model: Any, item: dict[str, Any], received_at: str) -> 
     return family.topic(prefix), family.key(item), value
 
 
+def store_unavailable(request: web.Request, exc: StoreUnavailable) -> web.HTTPException:
+    """503 with Retry-After: ClickHouse is down or restarting, the request may be retried."""
+    return problem(
+        503, "store_unavailable", str(exc)[:500], {"Retry-After": str(request.app[CONFIG].retry_after_s)}
+    )
+
+
+async def read_query(request: web.Request, sql: str, failed_status: int = 400) -> QueryResult:
+    """A read-only query for a handler: 503 when the store is down, ``failed_status`` when
+    ClickHouse refuses the statement (400 for a caller's SQL, 500 for the service's own)."""
+    try:
+        return await request.app[STORE].query(sql, read_only=True)
+    except StoreUnavailable as exc:
+        raise store_unavailable(request, exc) from None
+    except StoreError as exc:
+        if failed_status >= 500:
+            log.error("query failed: %s", str(exc)[:500])
+        raise problem(failed_status, "query_failed", str(exc)[:2000]) from None
+
+
 async def post_sql(request: web.Request) -> web.Response:
     authorize(request, "read")
     doc = await read_json(request)
@@ -137,18 +160,9 @@ async def post_sql(request: web.Request) -> web.Response:
         raise problem(400, "bad_request", 'send {"sql": "SELECT ..."}')
     try:
         text = guard_read_only(sql)
-        result = await request.app[STORE].query(text, read_only=True)
     except ReadOnlyViolation as exc:
         raise problem(400, "not_read_only", str(exc)) from None
-    except StoreError as exc:
-        raise problem(400, "query_failed", str(exc)[:2000]) from None
-    except StoreUnavailable as exc:
-        raise problem(
-            503,
-            "store_unavailable",
-            str(exc)[:500],
-            {"Retry-After": str(request.app[CONFIG].retry_after_s)},
-        ) from None
+    result = await read_query(request, text)
     return json_response(result.to_json())
 
 

@@ -298,12 +298,9 @@ def autocomplete(
 
     query = AutocompleteQuery(study, engine, root)
     statements = {"churn": query.churn_sql(), "survival": query.survival_sql(), "nmi": query.nmi_sql()}
-    if format == "csv":
-        if section not in statements:
-            raise fail(f"--section must be one of {sorted(statements)}", 2)
-        print_result(run_sql(url, api_key, statements[section]), "csv")
+    results = _run_sections(statements, section, url, api_key, format)
+    if results is None:
         return
-    results = {name: run_sql(url, api_key, sql) for name, sql in statements.items()}
     if not results["churn"]["rows"] and not results["nmi"]["rows"] and not results["survival"]["rows"]:
         raise fail("no completed autocomplete crawls match; is the study prefix right?", 1)
     if format == "json":
@@ -339,12 +336,9 @@ def personalization(
     from streams.reports.personalization import sections
 
     statements = sections(study, top)
-    if format == "csv":
-        if section not in statements:
-            raise fail(f"--section must be one of {sorted(statements)}", 2)
-        print_result(run_sql(url, api_key, statements[section]), "csv")
+    results = _run_sections(statements, section, url, api_key, format)
+    if results is None:
         return
-    results = {name: run_sql(url, api_key, sql) for name, sql in statements.items()}
     if not results["by_treatment"]["rows"]:
         raise fail(f"no compared rounds for study {study!r}", 1)
     if format == "json":
@@ -361,6 +355,19 @@ def personalization(
     }
     for name, result in results.items():
         print_result(result, "table", title=titles[name])
+
+
+def _run_sections(
+    statements: dict[str, str], section: str, url: str, api_key: str | None, format: str
+) -> dict[str, dict[str, Any]] | None:
+    """A report of several tables: CSV prints the one ``section`` (None is returned),
+    JSON and table need them all."""
+    if format == "csv":
+        if section not in statements:
+            raise fail(f"--section must be one of {sorted(statements)}", 2)
+        print_result(run_sql(url, api_key, statements[section]), "csv")
+        return None
+    return {name: run_sql(url, api_key, sql) for name, sql in statements.items()}
 
 
 def _print_churn_grid(result: dict[str, Any]) -> None:

@@ -19,12 +19,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ingest.appkeys import CONFIG, STORE
 from ingest.board import panels, queries
 from ingest.errors import problem
-from ingest.handlers import authorize, json_response
+from ingest.handlers import authorize, json_response, read_query
 from streams.reports.experiment import ReportQuery
-from streams.storage import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -92,19 +90,8 @@ def load_assets() -> Assets:
 
 
 async def _rows(request: web.Request, sql: str) -> list[dict[str, Any]]:
-    try:
-        result = await request.app[STORE].query(sql, read_only=True)
-    except StoreUnavailable as exc:
-        raise problem(
-            503,
-            "store_unavailable",
-            str(exc)[:500],
-            {"Retry-After": str(request.app[CONFIG].retry_after_s)},
-        ) from None
-    except StoreError as exc:
-        log.error("board query failed: %s", str(exc)[:500])
-        raise problem(500, "query_failed", str(exc)[:2000]) from None
-    return result.dicts()
+    """The board's own statements: a refusal is a bug here (500), not the caller's."""
+    return (await read_query(request, sql, failed_status=500)).dicts()
 
 
 async def _named(request: web.Request, statements: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
