@@ -44,6 +44,10 @@ from tests.fakes.serp_engine import CAPTCHA, SLOW, FakeEngineScript, FakeSerpEng
 
 EVENT = TypeAdapter(AnyEvent)
 SKEW_S = 0.100
+ARRIVAL_S = 0.25
+"""How late the fake engine may see a round: within its own half-slot. The engine's thread
+shares this process, so a loaded machine can hold a whole round back at the server even when
+the crawler sent it on time (``sent_at`` is checked against ``SKEW_S``)."""
 PROFILES = (("control", "control", ""), ("twin", "control_twin", ""), ("login", "treatment", "logged_in"))
 PROFILES_4 = (*PROFILES, ("boston", "treatment", "location=Boston"))
 UA = "Mozilla/5.0 (X11; Linux x86_64) auditstream-test"
@@ -169,14 +173,14 @@ def test_lock_step_rounds_issue_every_profile_within_a_small_skew(
             assert event["raw_ref"].startswith("sha256:")
         assert {e["role"] for e in snaps.values()} == {"control", "control_twin", "treatment"}
         assert snaps["login"]["treatment"] == "logged_in" and snaps["control"]["treatment"] == ""
-    # the server saw each round's requests arrive together, one slot apart
+    # the server saw each round's requests arrive together, within their own slot
     arrivals: dict[int, list[float]] = defaultdict(list)
     for hit in engine.hits:
         arrivals[round((hit.at - start) / 0.5)].append(hit.at)
     assert sorted(arrivals) == list(range(6))
     for k, times in arrivals.items():
         assert len(times) == 4 and max(times) - min(times) < SKEW_S
-        assert 0 <= min(times) - (start + k * 0.5) < SKEW_S
+        assert 0 <= min(times) - (start + k * 0.5) < ARRIVAL_S
     # each profile kept its own cookies (the engine's NID came back from the second round on)
     for hit in engine.hits:
         assert hit.user_agent == UA and hit.accept_language == "en-US,en;q=0.9"
@@ -203,7 +207,7 @@ def test_a_slow_profile_fails_alone_and_never_shifts_the_others(
         assert all(0 <= sent(e) - slot < SKEW_S for e in snaps.values())  # boston too: sent on time
     for hit in engine.hits:  # every request, the slow profile's included, arrived at its own slot
         k = round((hit.at - start) / 0.5)
-        assert 0 <= hit.at - (start + k * 0.5) < SKEW_S
+        assert 0 <= hit.at - (start + k * 0.5) < ARRIVAL_S
     record = next(r for r in journal(tmp_path, "slow") if r["kind"] == "round")
     boston = next(p for p in record["profiles"] if p["profile_id"] == "boston")
     assert boston["detail"] == "timeout" and boston["http_status"] == 0 and boston["raw_ref"] == ""
