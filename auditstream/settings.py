@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     estimators: bool = Field(
         True, description="Keep the per-install arrangement statistics (off: raw + minute aggregate)."
     )
+    rollup_interval_s: float = Field(
+        1.0,
+        ge=0,
+        description="At most one recompute of the per-install statistics per interval (seconds); "
+        "batches stored meanwhile share it and are acknowledged after it.",
+    )
     worker_metrics_port: int = Field(
         0, ge=0, le=65535, description="Serve worker Prometheus metrics here (0 = off)."
     )

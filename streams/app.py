@@ -61,12 +61,36 @@ def _family_agent(
     return consume
 
 
+MAX_UNSETTLED = 16
+"""Stored batches that may wait for their deferred statistics before the writer pauses."""
+
+
 async def _write_batches(
     family: Family, sink: ClickHouseSink, stream: Any, queue: asyncio.Queue[list[Any]]
 ) -> None:
+    """Store batches in order; acknowledge each once it and its deferred statistics are stored."""
+    unsettled: asyncio.Queue[tuple[list[Any], asyncio.Future[None] | None]] = asyncio.Queue(MAX_UNSETTLED)
+    acker = asyncio.create_task(_ack_when_settled(stream, unsettled))
+    try:
+        while True:
+            events = await queue.get()
+            result = await sink.write(family, [e.value for e in events])  # retries until stored
+            if acker.done():
+                acker.result()
+            await unsettled.put((events, result.settled))
+    finally:
+        acker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await acker
+
+
+async def _ack_when_settled(
+    stream: Any, unsettled: asyncio.Queue[tuple[list[Any], asyncio.Future[None] | None]]
+) -> None:
     while True:
-        events = await queue.get()
-        await sink.write(family, [e.value for e in events])  # retries until stored
+        events, settled = await unsettled.get()
+        if settled is not None:
+            await settled
         for event in events:
             await stream.ack(event)
 
@@ -128,10 +152,17 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         settings.dedup_horizon_days,
         publish_alert=publish_alert,
         estimators=settings.estimators,
+        rollup_interval_s=settings.rollup_interval_s,
         shock_rule=shock_rule,
         round_wait_s=settings.personalization_round_wait_s,
         webhook_url=settings.alert_webhook_url,
     )
+
+    async def stop_rollup(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await sink.rollup.close()
+
+    app.on_before_shutdown.connect(stop_rollup)
+
     app.timer(SRM_EVERY_S, name="srm_check")(guarded(sink.check_srm))
     app.timer(settings.identification_check_s, name="identification_check")(
         guarded(sink.check_identification)

@@ -1,8 +1,10 @@
 """Idempotent batch writes: raw rows once per event_id, then exact aggregates.
 
-The agent acknowledges a batch only after ``write`` returns, so an offset is
-committed only once its rows are in ClickHouse. ``write`` is safe to repeat for
-the same batch: a replay inserts nothing new and recomputes the same aggregates.
+The agent acknowledges a batch only after ``write`` returns and its ``settled``
+future (the per-install statistics, recomputed for several batches at once) has
+completed, so an offset is committed only once everything derived from it is in
+ClickHouse. ``write`` is safe to repeat for the same batch: a replay inserts
+nothing new and recomputes the same aggregates.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -23,13 +25,14 @@ from schemas.topics import AUTOCOMPLETE, EXTENSION, SERP, Family
 from streams.detectors.identification import IdentificationRule, identification_alert, is_spike, window_sql
 from streams.detectors.srm import srm_alert
 from streams.metrics import count_stored
+from streams.processors.arrangement_rollup import ArrangementRollup
 from streams.processors.autocomplete_crawls import AutocompleteAnalytics
 from streams.processors.personalization_rounds import PersonalizationRounds
 from streams.sinks.webhook import post_alert
 from streams.stats.autocomplete_shocks import ShockRule
 from streams.storage import Store, StoreError, StoreUnavailable
-from streams.transforms import arrangement_stats, clicks_by_rank
-from streams.transforms.batch import DecodedBatch, decode_batch, install_days, slice_keys
+from streams.transforms import clicks_by_rank
+from streams.transforms.batch import DecodedBatch, decode_batch, slice_keys
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,8 @@ class WriteResult:
     inserted: int
     duplicates: int
     dead: int
+    settled: asyncio.Future[None] | None = None
+    """Completes when the batch's deferred statistics are stored (None: nothing deferred)."""
 
 
 class ClickHouseSink:
@@ -71,6 +76,7 @@ class ClickHouseSink:
         max_backoff_s: float = 10.0,
         publish_alert: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
         estimators: bool = True,
+        rollup_interval_s: float = 1.0,
         shock_rule: ShockRule | None = None,
         round_wait_s: float = 600.0,
         webhook_url: str = "",
@@ -81,6 +87,7 @@ class ClickHouseSink:
         self.publish_alert = publish_alert
         self.srm_pending: set[str] = set()
         self.estimators = estimators
+        self.rollup = ArrangementRollup(store, rollup_interval_s, max_backoff_s, self._srm_due)
         self.autocomplete = AutocompleteAnalytics(store, self._raise_once, shock_rule)
         self.personalization = PersonalizationRounds(store, round_wait_s)
         self.webhook_url = webhook_url
@@ -144,14 +151,12 @@ class ClickHouseSink:
         if dead:
             await self._dead_letter(family, dead)
         count_stored(family.name, (e for e in batch.events if e["event_id"] not in existing))
+        settled = None
         if family is EXTENSION and batch.events:
             keys = slice_keys(batch.events, clicks_by_rank.SLICE_S)
-            # Independent recomputes run side by side; chDB and ClickHouse run both at once.
-            recomputes = [self.store.execute(clicks_by_rank.recompute_sql(keys))]
+            await self.store.execute(clicks_by_rank.recompute_sql(keys))
             if self.estimators:
-                recomputes.append(self._install_stats(keys, install_days(batch.events)))
-                self.srm_pending.update(e["experiment_id"] for e in batch.events)
-            await asyncio.gather(*recomputes)
+                settled = self.rollup.mark(keys)
         if family is AUTOCOMPLETE:
             completed = [e for e in batch.events if e.get("type") == "crawl_completed"]
             if completed:
@@ -163,7 +168,7 @@ class ClickHouseSink:
         SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)
         SINK_ROWS.labels(family.raw_table, "duplicate").inc(len(existing))
         SINK_ROWS.labels(family.raw_table, "dead_letter").inc(n_dead)
-        return WriteResult(inserted=inserted, duplicates=len(existing), dead=n_dead)
+        return WriteResult(inserted=inserted, duplicates=len(existing), dead=n_dead, settled=settled)
 
     async def _analytics(self, family: Family, work: Awaitable[None]) -> None:
         """Derived tables of a stored batch. A store failure retries the batch; anything else
@@ -177,10 +182,8 @@ class ClickHouseSink:
             SINK_ERRORS.labels(family.raw_table, "analytics").inc()
             log.exception("deriving %s statistics failed for a stored batch; the batch is kept", family.name)
 
-    async def _install_stats(self, keys: set[tuple[str, str, int]], days: set[tuple[str, str, date]]) -> None:
-        await self.store.execute(arrangement_stats.slices_sql(keys))
-        for statement in arrangement_stats.days_sql(days):
-            await self.store.execute(statement)
+    def _srm_due(self, experiments: set[str]) -> None:
+        self.srm_pending.update(experiments)
 
     async def check_srm(self) -> None:
         """Re-test the allocation of every experiment touched since the last check.

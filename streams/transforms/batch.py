@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -65,8 +65,3 @@ def slice_keys(events: Iterable[dict[str, Any]], seconds: int) -> set[tuple[str,
         ts = parse_received_at(e["received_at"]).timestamp()
         keys.add((e["experiment_id"], e["engine"], int(ts // seconds * seconds)))
     return keys
-
-
-def install_days(events: Iterable[dict[str, Any]]) -> set[tuple[str, str, date]]:
-    """(experiment_id, install_id, day of received_at) for every extension event."""
-    return {(e["experiment_id"], e["install_id"], parse_received_at(e["received_at"]).date()) for e in events}

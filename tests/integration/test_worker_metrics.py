@@ -20,7 +20,17 @@ def worker_metrics(service: Service) -> dict[str, float]:
     return out
 
 
+def covered(metrics: dict[str, float]) -> tuple[float, float, float]:
+    """(extension sink batches, batches covered by per-install recomputes, recomputes)."""
+    return (
+        metrics.get('auditstream_sink_batch_events_count{table="raw_extension_events"}', 0.0),
+        metrics.get("auditstream_rollup_batches_sum", 0.0),
+        metrics.get("auditstream_rollup_batches_count", 0.0),
+    )
+
+
 def test_units_identification_and_lag(service: Service) -> None:
+    before = covered(worker_metrics(service))
     post_study(service, TrafficConfig(experiment_id="metrics", seed=8, installs=50), 3_000)
     recount = {
         (r["engine"], r["arm"]): r["n"]
@@ -53,3 +63,13 @@ def test_units_identification_and_lag(service: Service) -> None:
         return any('topic="auditstream.extension"' in k for k in lags) and all(v == 0 for v in lags.values())
 
     wait_for(lag_settled, 30, "consumer lag reported and back to zero")
+
+    # every stored extension batch was covered by exactly one per-install recompute,
+    # and recomputes were shared (never more of them than batches)
+    def all_covered() -> tuple[float, float, float] | None:
+        now = covered(worker_metrics(service))
+        batches, in_rollups, rollups = (a - b for a, b in zip(now, before, strict=True))
+        return (batches, in_rollups, rollups) if batches == in_rollups else None
+
+    batches, _, rollups = wait_for(all_covered, 30, "every batch in a per-install recompute")
+    assert batches > 0 and 0 < rollups <= batches

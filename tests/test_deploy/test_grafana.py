@@ -48,7 +48,7 @@ QUERY_VARIABLE_VALUES = {
 }
 # A little data, so the panels' own SQL (shares, drops, pivots) is checked on numbers.
 ARRANGEMENT_COLUMNS = (
-    "experiment_id, install_id, day, engine, arm, install_age_days, identified, ads_present, box_present, "
+    "experiment_id, install_id, slice_start, engine, arm, install_age_days, identified, ads_present, box_present, "
     "ssr_c1_c2, n_candidates_bucket, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, "
     "clicks_other, computed_at"
 )
@@ -67,7 +67,7 @@ def arrangement_values() -> str:
     for install, day, arm, age, ident, box, units, clicks, ad, boxc, ssr, other in ARRANGEMENT_ROWS:
         c = (clicks + [0] * 10)[:10]
         rows.append(
-            f"('demo', '{install}', '{day}', 'google', '{arm}', {age}, {ident}, 0, {box}, 0, 3, {units}, 0, "
+            f"('demo', '{install}', '{day} 12:00:00', 'google', '{arm}', {age}, {ident}, 0, {box}, 0, 3, {units}, 0, "
             f"{c}, {ad}, {boxc}, {ssr}, {other}, now64(6))"
         )
     return ",\n".join(rows)
@@ -75,7 +75,7 @@ def arrangement_values() -> str:
 
 # A little data, so the panels' own SQL (shares, drops, pivots) is checked on numbers.
 FIXTURES = [
-    f"INSERT INTO agg_arrangement_day ({ARRANGEMENT_COLUMNS}) VALUES {arrangement_values()}",
+    f"INSERT INTO agg_arrangement_10s ({ARRANGEMENT_COLUMNS}) VALUES {arrangement_values()}",
     """INSERT INTO experiments_log (experiment_id, updated_at, status, config) VALUES
     ('demo', now64(6), 'running', '{"arms": {"control": 4, "swap_1_2": 1}, "salt": "s",
       "engines": ["google"], "start": "2026-11-01", "burn_in_days": 4, "unit_mode": "click"}')""",

@@ -141,4 +141,4 @@ def test_names_follow_prometheus_conventions() -> None:
         else:
             assert not metric.name.endswith("_total"), metric.name
         if metric.type == "histogram":
-            assert metric.name.endswith(("_seconds", "_events", "_bytes")), metric.name
+            assert metric.name.endswith(("_seconds", "_events", "_batches", "_bytes")), metric.name  # a unit
