@@ -48,9 +48,9 @@ QUERY_VARIABLE_VALUES = {
 }
 # A little data, so the panels' own SQL (shares, drops, pivots) is checked on numbers.
 ARRANGEMENT_COLUMNS = (
-    "experiment_id, install_id, slice_start, engine, arm, install_age_days, identified, ads_present, box_present, "
-    "ssr_c1_c2, n_candidates_bucket, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, "
-    "clicks_other, computed_at"
+    "experiment_id, install_id, slice_start, engine, arm, install_age_days, identified, ads_present, "
+    "box_present, ssr_c1_c2, n_candidates_bucket, units, impressions, clicks, clicks_ad, clicks_box, "
+    "clicks_ssr, clicks_other, computed_at"
 )
 # (install, day, arm, install_age_days, identified, box_present, units, clicks c1..c10, ad, box, ssr, other)
 ARRANGEMENT_ROWS = [
@@ -67,8 +67,8 @@ def arrangement_values() -> str:
     for install, day, arm, age, ident, box, units, clicks, ad, boxc, ssr, other in ARRANGEMENT_ROWS:
         c = (clicks + [0] * 10)[:10]
         rows.append(
-            f"('demo', '{install}', '{day} 12:00:00', 'google', '{arm}', {age}, {ident}, 0, {box}, 0, 3, {units}, 0, "
-            f"{c}, {ad}, {boxc}, {ssr}, {other}, now64(6))"
+            f"('demo', '{install}', '{day} 12:00:00', 'google', '{arm}', {age}, {ident}, 0, {box}, 0, 3, "
+            f"{units}, 0, {c}, {ad}, {boxc}, {ssr}, {other}, now64(6))"
         )
     return ",\n".join(rows)
 
