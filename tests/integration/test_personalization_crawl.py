@@ -7,7 +7,9 @@ reproducible. With 300 rounds, 10 ranks and two personalized profiles, the measu
 rates scatter around the planted ones with a standard deviation of 0.7 points (noise
 floor) and 0.8 points (personalization) over seeds, so 2 points is about 2.5 standard
 deviations (40 seeds simulated offline: none outside). The test also checks that
-ClickHouse holds exactly what the engine served, page by page.
+ClickHouse holds exactly what the engine served, page by page. Rounds a loaded machine
+misses (journaled as missed) or fetches it times out (stored as errors) are allowed, up
+to 5%: the counts are taken over what was recorded.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from auditstream.cli import app
+from collectors.common.journal import read_journal
 from collectors.serp.study import load_study
 from streams.stats.similarity import changed_at_rank
 from tests.fakes.serp_engine import FakeEngineScript, FakeSerpEngine
@@ -55,21 +58,40 @@ def test_crawler_measures_planted_personalization(tmp_path: Path, service: Servi
         assert result.exit_code == 0, result.output
         served = engine.served
 
+    # A loaded machine may miss a few 120 ms slots (journaled as missed) or time out a
+    # fetch (stored as an error snapshot); everything below counts what was recorded.
+    journal = next((tmp_path / "data").rglob(f"{STUDY}/journal.jsonl"))
+    recorded = [r for r in read_journal(journal) if r["kind"] == "round"]
+    assert len(recorded) >= 0.95 * ROUNDS
+
     def settled() -> list[dict]:
         rows = service.sql(f"SELECT state, skew_ms FROM personalization_rounds WHERE study_id = '{STUDY}'")
-        return rows if len(rows) == ROUNDS and all(r["state"] == "complete" for r in rows) else []
+        return rows if len(rows) == len(recorded) and all(r["state"] == "complete" for r in rows) else []
 
-    rounds = wait_for(settled, 120, "every round compared")
+    rounds = wait_for(settled, 120, "every recorded round compared")
     assert max(r["skew_ms"] for r in rounds) < 100  # lock-step, measured from the events
 
-    # Exactly what the engine served: recount changed-at-rank from the served pages.
-    pages: dict[tuple[int, str], tuple[str, ...]] = {(s.round, s.profile): s.organic for s in served}
+    # ClickHouse holds exactly what the engine served: every stored page is one the
+    # engine served that profile, and the comparisons recount from those pages.
+    stored = service.sql(
+        "SELECT round_id, profile_id, arrayMap(r -> r.3, arrayFilter(r -> r.2 = 'organic', "
+        f"arraySort(r -> r.1, results))) AS urls FROM serp_snapshots WHERE study_id = '{STUDY}' "
+        "AND status = 'ok'"
+    )
+    served_to: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for page in served:
+        served_to[page.profile].add(tuple(page.organic))
+    pages = {(row["round_id"], row["profile_id"]): tuple(row["urls"]) for row in stored}
+    assert len(pages) == len(stored) >= 0.95 * ROUNDS * len(PROFILES)
+    assert all(urls in served_to[profile] for (_, profile), urls in pages.items())
     recount: dict[str, list[int]] = defaultdict(list)
-    for r in range(ROUNDS):
-        control = pages[(r, "control")]
-        recount["noise"] += changed_at_rank(control, pages[(r, "twin")])
-        for profile in ("login-a", "login-b"):
-            recount["logged_in"] += changed_at_rank(control, pages[(r, profile)])
+    for round_id in {r["round_id"] for r in recorded}:
+        control = pages.get((round_id, "control"))
+        if control is None:
+            continue
+        for profile, kind in (("twin", "noise"), ("login-a", "logged_in"), ("login-b", "logged_in")):
+            if (round_id, profile) in pages:
+                recount[kind] += changed_at_rank(control, pages[round_id, profile])
     by_treatment = {
         row["treatment"]: row
         for row in service.sql(f"SELECT * FROM personalization_by_treatment WHERE study_id = '{STUDY}'")
