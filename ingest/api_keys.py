@@ -53,7 +53,7 @@ class KeyFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._mtime: int | None = None
+        self._version: tuple[int, int, int] | None = None
         self._by_hash: dict[str, ApiKey] = {}
 
     def load(self) -> list[ApiKey]:
@@ -116,12 +116,17 @@ class KeyFile:
         raise KeyError_(f"no key with id {key_id}")
 
     def lookup(self, secret: str) -> ApiKey | None:
-        """The active key for ``secret``; re-reads the file when it changed."""
+        """The active key for ``secret``; re-reads the file when it changed.
+
+        Writers replace the file, so its inode changes with every write; the mtime alone
+        can repeat within one kernel timestamp tick (a create and a revoke in a row).
+        """
         try:
-            mtime = self.path.stat().st_mtime_ns
+            st = self.path.stat()
+            version: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
-            mtime = None
-        if mtime != self._mtime:
+            version = None
+        if version != self._version:
             self._by_hash = {k.sha256: k for k in self.load() if k.active}
-            self._mtime = mtime
+            self._version = version
         return self._by_hash.get(hash_key(secret))

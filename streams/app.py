@@ -18,7 +18,7 @@ import orjson
 
 from auditstream.settings import Settings
 from schemas.topics import ALERTS_SUFFIX, FAMILIES, Family
-from streams.metrics import set_lag
+from streams.metrics import CHECKS, set_lag
 from streams.sinks.clickhouse import ClickHouseSink
 from streams.stats.autocomplete_shocks import ShockRule
 from streams.storage import Store
@@ -109,7 +109,10 @@ def guarded(check: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], Coro
         except asyncio.CancelledError:
             raise
         except Exception:
+            CHECKS.labels(check.__name__, "error").inc()
             log.exception("periodic check %s failed; trying again on the next tick", check.__name__)
+        else:
+            CHECKS.labels(check.__name__, "ok").inc()
 
     tick.__name__ = check.__name__
     return tick
@@ -182,7 +185,8 @@ def create_app(settings: Settings, store: Store) -> faust.App:
             committed = getattr(consumer, "_committed_offset", {}).get(tp)  # faust has no public accessor
             if highwater is not None:
                 lag[(tp.topic, tp.partition)] = max(0, highwater - (committed or 0))
-        set_lag(lag)  # replaces every partition's value: revoked partitions disappear
+        assigned = [(tp.topic, tp.partition) for tp in consumer.assignment()]
+        set_lag(lag, assigned)  # replaces every partition's value: revoked partitions disappear
 
     for family in FAMILIES:
         topic = app.topic(

@@ -28,6 +28,14 @@ UNITS = Counter(
     "Click units stored per experiment, engine and arm",
     ["experiment", "engine", "arm"],
 )
+CHECKS = Counter(
+    "auditstream_periodic_checks_total",
+    "Runs of the worker's periodic checks (SRM, identification, ...) by outcome",
+    ["check", "outcome"],
+)
+ASSIGNED = Gauge(
+    "auditstream_assigned_partitions", "Partitions of a topic assigned to this worker now", ["topic"]
+)
 LAG = Gauge(
     "auditstream_consumer_lag_messages",
     "Messages in a partition not yet stored and acknowledged (high watermark - committed offset)",
@@ -55,9 +63,12 @@ def count_stored(family: str, events: Iterable[Mapping[str, Any]]) -> None:
         UNITS.labels(*labels3).inc(n)
 
 
-def set_lag(lag: Mapping[tuple[str, int], int]) -> None:
+def set_lag(lag: Mapping[tuple[str, int], int], assigned: Iterable[tuple[str, int]] = ()) -> None:
     """The lag of the partitions assigned now; those revoked in a rebalance are dropped, so a
     partition another worker took over is not reported stale here."""
     LAG.clear()
     for (topic, partition), value in lag.items():
         LAG.labels(topic, str(partition)).set(value)
+    ASSIGNED.clear()
+    for topic, n in Tally(topic for topic, _ in assigned).items():
+        ASSIGNED.labels(topic).set(n)

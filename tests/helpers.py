@@ -119,6 +119,17 @@ class Service:
         return total
 
 
+def worker_metrics(service: Service, worker: int = 0) -> dict[str, float]:
+    """A worker's Prometheus samples by name with labels (``up`` writes where it serves them)."""
+    url = (service.data_dir / "run" / f"worker-{worker}.metrics").read_text().strip()
+    out = {}
+    for line in str(http("GET", url).body).splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
 def start_up(
     data_dir: Path, port: int, api_key: str, *extra: str, env: dict[str, str] | None = None
 ) -> Service:

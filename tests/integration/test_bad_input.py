@@ -122,10 +122,10 @@ def test_bad_input_table(lone_ingest: tuple[Service, TansuBroker]) -> None:
     }
 
     # Over the rate: the bucket (burst 60, 0.5/s) runs dry within a few dozen requests.
-    statuses = [svc.post([good_event()]).status for _ in range(80)]
-    assert 429 in statuses
-    limited = svc.post([good_event()])
-    assert limited.status == 429 and int(limited.headers["Retry-After"]) >= 1
+    responses = [svc.post([good_event()]) for _ in range(80)]
+    limited = [r for r in responses if r.status == 429]
+    assert limited and all(int(r.headers["Retry-After"]) >= 1 for r in limited)
+    assert {r.status for r in responses} <= {202, 429}
 
     assert http("GET", svc.url + "/healthz").status == 200
     assert svc.process is not None and svc.process.poll() is None
@@ -133,7 +133,7 @@ def test_bad_input_table(lone_ingest: tuple[Service, TansuBroker]) -> None:
     accepted_ids = {e["event_id"] for e in mixed if "query" not in e}
     messages = consume_all(broker.bootstrap)
     assert accepted_ids <= {m["event_id"] for m in messages}
-    n_good = 1 + 2 + statuses.count(202)
+    n_good = 1 + 2 + sum(r.status == 202 for r in responses)
     assert len(messages) == n_good  # nothing from any rejected request or event
     blob = orjson.dumps(messages).decode() + (svc.data_dir / "ingest.log").read_text()
     assert SECRET_URL not in blob and SECRET_QUERY not in blob

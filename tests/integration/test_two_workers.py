@@ -12,7 +12,7 @@ import pytest
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from collectors.simulate.poster import post_batches
-from tests.helpers import Service, free_port, http, start_up, stop_up, wait_for
+from tests.helpers import Service, free_port, start_up, stop_up, wait_for, worker_metrics
 from tests.integration.test_end_to_end import assert_aggregate_exact, assert_install_stats_exact
 
 pytestmark = pytest.mark.integration
@@ -20,13 +20,22 @@ EXP = "split"
 
 
 def stored_by(svc: Service, worker: int) -> float:
-    url = (svc.data_dir / "run" / f"worker-{worker}.metrics").read_text().strip()
-    text = str(http("GET", url).body)
     return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("auditstream_events_stored_total{") and 'family="extension"' in line
+        v
+        for k, v in worker_metrics(svc, worker).items()
+        if k.startswith("auditstream_events_stored_total{") and 'family="extension"' in k
     )
+
+
+def assigned(svc: Service, worker: int) -> float:
+    gauge = 'auditstream_assigned_partitions{topic="auditstream.extension"}'
+    return worker_metrics(svc, worker).get(gauge, 0)
+
+
+def balanced(svc: Service) -> bool:
+    """Both workers hold extension partitions, all six of them between them."""
+    split = (assigned(svc, 0), assigned(svc, 1))
+    return min(split) > 0 and sum(split) == 6
 
 
 def post(svc: Service, seed: int, total: int) -> None:
@@ -43,6 +52,8 @@ def test_two_workers_split_and_take_over(tmp_path: Path) -> None:
     svc = start_up(tmp_path / "data", free_port(), "split-key-0123456789", "--workers", "2")
     frozen = None
     try:
+        # Post once the group has settled (a rebalance mid-stream is the takeover part's job).
+        wait_for(lambda: balanced(svc), 90, "both workers assigned extension partitions")
         post(svc, seed=1, total=6_000)
         wait_for(lambda: count(svc) == 6_000, 120, "the first half stored")
         # Both workers stored part of it: the group split the six partitions between them.

@@ -5,19 +5,9 @@ from __future__ import annotations
 import pytest
 
 from collectors.simulate.extension_traffic import TrafficConfig
-from tests.helpers import Service, http, post_study, wait_for
+from tests.helpers import Service, post_study, wait_for, worker_metrics
 
 pytestmark = pytest.mark.integration
-
-
-def worker_metrics(service: Service) -> dict[str, float]:
-    url = (service.data_dir / "run" / "worker-0.metrics").read_text().strip()
-    out = {}
-    for line in str(http("GET", url).body).splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
-    return out
 
 
 def covered(metrics: dict[str, float]) -> tuple[float, float, float]:
