@@ -65,9 +65,7 @@ class EngineClient:
         url = self.adapter.url(query)
         attempt = 0
         while True:
-            await self._clear_to_send()
-            async with self._slots:
-                raw = await self._get(url)
+            raw = await self._send(url)
             if raw.http_status == 0:
                 parsed = ParsedResponse(query, (), "error", raw.error)
             else:
@@ -95,6 +93,20 @@ class EngineClient:
             )
             attempt += 1
             await asyncio.sleep(delay)
+
+    async def _send(self, url: str) -> RawResponse:
+        """One request, sent once the breaker is closed, a rate slot is due and a concurrency
+        slot is free.
+
+        The breaker is checked again holding the concurrency slot: while this request queued
+        for it, the answer of the request holding it may have opened the breaker. Then the
+        slot is given back and the request waits out the pause (and takes a new rate slot).
+        """
+        while True:
+            await self._clear_to_send()
+            async with self._slots:
+                if self.breaker.remaining() == 0:
+                    return await self._get(url)
 
     async def _clear_to_send(self) -> None:
         """Wait for the breaker and a rate slot; the breaker may have opened meanwhile."""
