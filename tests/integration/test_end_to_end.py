@@ -121,12 +121,18 @@ def assert_random_ranges_exact(svc: Service, exp: str, ranges: int = 6, seed: in
         def keyed(rows: list[dict]) -> dict:
             return {r["arm"]: (r["units"], r["impressions"], list(r["clicks"])) for r in rows}
 
-        def matches(lo: int = lo, hi: int = hi) -> bool:
-            stored = keyed(svc.sql(RANGE_STORED.format(exp=exp, lo=lo, hi=hi)))
-            return bool(stored) and stored == keyed(svc.sql(RANGE_RECOUNT.format(exp=exp, lo=lo, hi=hi)))
+        seen: dict[str, dict] = {}
+
+        def matches(lo: int = lo, hi: int = hi, seen: dict[str, dict] = seen) -> bool:
+            seen["stored"] = keyed(svc.sql(RANGE_STORED.format(exp=exp, lo=lo, hi=hi)))
+            seen["recount"] = keyed(svc.sql(RANGE_RECOUNT.format(exp=exp, lo=lo, hi=hi)))
+            return bool(seen["recount"]) and seen["stored"] == seen["recount"]
 
         # Waited on, not asserted at once: after a crash the replay may still be recomputing.
-        wait_for(matches, 60, f"10-second slices of {exp} in [{lo}, {hi}) = recount")
+        try:
+            wait_for(matches, 90, f"10-second slices of {exp} in [{lo}, {hi}) = recount")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; events span [{first}, {last}]; last comparison: {seen}") from None
 
 
 def post(svc: Service, exp: str, total: int, seed: int, **kw) -> list[str]:
