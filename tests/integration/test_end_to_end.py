@@ -95,7 +95,7 @@ SELECT arm, countIf(type = 'click') AS units, countIf(type = 'serp_view') AS imp
        [{per_rank}] AS clicks
 FROM extension_events
 WHERE experiment_id = '{exp}'
-  AND received_at >= toDateTime({lo}, 'UTC') AND received_at < toDateTime({hi}, 'UTC')
+  AND received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64({hi}, 3, 'UTC')
 GROUP BY arm
 """.replace(
     "{per_rank}",
