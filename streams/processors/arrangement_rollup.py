@@ -68,6 +68,7 @@ class ArrangementRollup:
         self.max_backoff_s = max_backoff_s
         self.on_done = on_done
         self._pending = _Pending()
+        self._running = _Pending()  # the keys of the recompute under way
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -90,14 +91,15 @@ class ArrangementRollup:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        for future in self._pending.waiters:
+        for future in (*self._running.waiters, *self._pending.waiters):
             future.cancel()
 
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            due, self._pending = self._pending, _Pending()
+            due = self._running = self._pending
+            self._pending = _Pending()
             if not due.waiters:
                 continue
             started = time.monotonic()
