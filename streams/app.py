@@ -180,13 +180,14 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         requests: tansu's ListOffsets is unreliable) and faust's committed offset."""
         consumer = app.consumer
         lag = {}
-        for tp in consumer.assignment():
+        assignment = consumer.assignment()
+        for tp in assignment:
             highwater = consumer.highwater(tp)
             committed = getattr(consumer, "_committed_offset", {}).get(tp)  # faust has no public accessor
             if highwater is not None:
                 lag[(tp.topic, tp.partition)] = max(0, highwater - (committed or 0))
-        assigned = [(tp.topic, tp.partition) for tp in consumer.assignment()]
-        set_lag(lag, assigned)  # replaces every partition's value: revoked partitions disappear
+        # replaces every partition's value: revoked partitions disappear
+        set_lag(lag, [(tp.topic, tp.partition) for tp in assignment])
 
     for family in FAMILIES:
         topic = app.topic(

@@ -119,6 +119,22 @@ class Service:
         return total
 
 
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """A JSONL file of events (a crawler's --out), each validated against the schema models
+    and deduplicated by event id; a re-sent copy (same id) must be identical."""
+    from pydantic import TypeAdapter
+
+    from schemas.events import AnyEvent
+
+    adapter: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+    by_id: dict[str, dict[str, Any]] = {}
+    for line in path.read_bytes().splitlines():
+        event = orjson.loads(line)
+        adapter.validate_python(event)
+        assert by_id.setdefault(event["event_id"], event) == event, "a re-sent event changed"
+    return list(by_id.values())
+
+
 def worker_metrics(service: Service, worker: int = 0) -> dict[str, float]:
     """A worker's Prometheus samples by name with labels (``up`` writes where it serves them)."""
     url = (service.data_dir / "run" / f"worker-{worker}.metrics").read_text().strip()

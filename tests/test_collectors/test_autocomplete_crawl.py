@@ -38,7 +38,7 @@ from collectors.common.politeness import Backoff, RateLimiter
 from collectors.common.sinks import JsonlSink
 from schemas.events import AnyEvent
 from tests.fakes.suggest_server import FakeSuggestServer
-from tests.helpers import wait_for
+from tests.helpers import read_events, wait_for
 from tests.test_collectors.test_autocomplete_bfs import EDGES_DEPTH_3, EXPECTED_DEPTH_3, GRAPH
 
 EVENT = TypeAdapter(AnyEvent)
@@ -61,16 +61,6 @@ runner = CliRunner()
 def server() -> Iterator[FakeSuggestServer]:
     with FakeSuggestServer(GRAPH) as s:
         yield s
-
-
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """Every line, validated against the schema models, deduplicated by event id."""
-    seen: dict[str, dict[str, Any]] = {}
-    for line in path.read_bytes().splitlines():
-        event = orjson.loads(line)
-        EVENT.validate_python(event)
-        seen.setdefault(event["event_id"], event)
-    return list(seen.values())
 
 
 def nodes(events: list[dict[str, Any]], engine: str | None = None) -> dict[str, dict[str, Any]]:

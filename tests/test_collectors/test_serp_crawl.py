@@ -29,7 +29,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from pydantic import TypeAdapter
 from typer.testing import CliRunner
@@ -49,6 +48,7 @@ from collectors.serp.state import StudyStore
 from collectors.serp.study import Study, load_study
 from schemas.events import AnyEvent
 from tests.fakes.serp_engine import CAPTCHA, SLOW, FakeEngineScript, FakeSerpEngine, Hit
+from tests.helpers import read_events
 
 EVENT = TypeAdapter(AnyEvent)
 SKEW_S = 0.100
@@ -128,16 +128,6 @@ def arrivals_by_round(engine: FakeSerpEngine) -> dict[int, list[Hit]]:
         assert k is not None
         rounds[k].append(hit)
     return rounds
-
-
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """Every line validated against the schema; re-sent copies (same id) must be identical."""
-    by_id: dict[str, dict[str, Any]] = {}
-    for line in path.read_bytes().splitlines():
-        event = orjson.loads(line)
-        EVENT.validate_python(event)
-        assert by_id.setdefault(event["event_id"], event) == event, "a re-sent event changed"
-    return list(by_id.values())
 
 
 def by_round(events: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
