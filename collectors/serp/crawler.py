@@ -10,8 +10,15 @@ Round ``k`` has a slot ``T_k`` on the study's grid (``schedule``) and a deadline
 3. answers are archived and parsed, and the whole round is journaled as one ``round``
    record with its skew (``max(sent_at) - min(sent_at)``, the figure the stream side
    recomputes from the events), ``launch_skew_ms`` (first attempts, monotonic clock)
-   and ``late_ms`` (first launch after the slot);
+   and ``late_ms`` (first launch after the slot), and each profile's ``planned_at``:
+   when the crawler meant to send the recorded attempt (the slot for a first attempt,
+   the previous answer plus the backoff for a retry);
 4. the round's events go to the sink in one batch, then ``emitted`` is journaled.
+
+Punctuality is a property of the schedule: every first attempt of a round is planned
+for the round's slot exactly (``planned_skew_ms`` is 0 unless a retry was recorded),
+which tests check exactly. How late a loaded machine actually sends (``skew_ms``,
+``late_ms``) is a measurement, reported per round and benchmarked in ``bench.serp_skew``.
 
 The scheduler starts round ``k`` at ``T_k`` without waiting for round ``k-1``: a
 slow round or a slow sink never shifts the grid. Undelivered rounds are retried after
@@ -144,6 +151,8 @@ class _Attempt:
     raw: RawResponse
     started: float
     """Unix time the recorded attempt started."""
+    planned: float
+    """Unix time the recorded attempt was planned for (the slot, or answer + backoff)."""
     first_wall: float
     first_mono: float
     """Unix and monotonic time the first attempt started."""
@@ -214,13 +223,14 @@ class _Run:
         await self._append({"kind": "round_started", "round": k})  # fsynced before the slot, not in it
         await _sleep_until(slot)
         async with asyncio.TaskGroup() as tg:
-            tasks = [tg.create_task(self._fetch(p, url, deadline)) for p in self.study.profiles]
+            tasks = [tg.create_task(self._fetch(p, url, deadline, slot)) for p in self.study.profiles]
         attempts = [t.result() for t in tasks]
         profiles = await asyncio.gather(
             *(self._record(p, a, query.text, k) for p, a in zip(self.study.profiles, attempts, strict=True))
         )
         starts = [datetime.fromisoformat(p["sent_at"]).timestamp() for p in profiles]
         firsts = [a.first_mono for a in attempts]
+        planned = [a.planned for a in attempts]
         record = {
             "kind": "round",
             "round": k,
@@ -231,6 +241,7 @@ class _Run:
             "category": query.category,
             "slot": _iso_ms(slot),
             "skew_ms": round((max(starts) - min(starts)) * 1000, 3),
+            "planned_skew_ms": round((max(planned) - min(planned)) * 1000, 3),
             "launch_skew_ms": round((max(firsts) - min(firsts)) * 1000, 3),
             "late_ms": round((min(a.first_wall for a in attempts) - slot) * 1000, 3),
             "profiles": profiles,
@@ -245,12 +256,15 @@ class _Run:
             self.notify(f"round {report.round_id}: {failed}")
         await self.deliver()
 
-    async def _fetch(self, profile: Profile, url: str, deadline: float) -> _Attempt:
+    async def _fetch(self, profile: Profile, url: str, deadline: float, slot: float) -> _Attempt:
+        """Fetch with retries; the first attempt is planned for ``slot``, a retry for the
+        previous answer plus its backoff."""
         loop = asyncio.get_running_loop()
         fetcher = self.fetchers[profile.id]
         first_wall, first_mono, attempts = time.time(), loop.time(), 0
+        next_planned = slot
         while True:
-            started = time.time()
+            started, planned = time.time(), next_planned
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raw = RawResponse(url, 0, b"", datetime.now(UTC), error="round deadline passed")
@@ -265,8 +279,9 @@ class _Run:
             REQUESTS.labels(self.engine.name, "retry").inc()
             BACKOFFS.labels(self.engine.name).inc()
             log.info("%s: %s; retrying in %.2fs", profile.id, raw.http_status or raw.error, pause)
+            next_planned = time.time() + pause
             await asyncio.sleep(pause)
-        return _Attempt(raw, started, first_wall, first_mono, attempts)
+        return _Attempt(raw, started, planned, first_wall, first_mono, attempts)
 
     async def _record(self, profile: Profile, attempt: _Attempt, query: str, k: int) -> dict[str, Any]:
         """Archive and parse one profile's answer: its part of the round record."""
@@ -304,6 +319,7 @@ class _Run:
             "http_status": raw.http_status,
             "attempts": attempt.attempts,
             "sent_at": _iso_ms(attempt.started),
+            "planned_at": _iso_ms(attempt.planned),
             "answered_at": raw.fetched_at.isoformat(timespec="milliseconds"),
             "raw_ref": raw_ref,
             "result_estimate": parsed.result_estimate,

@@ -65,11 +65,21 @@ def test_crawler_measures_planted_personalization(tmp_path: Path, service: Servi
     assert len(recorded) >= 0.95 * ROUNDS
 
     def settled() -> list[dict]:
-        rows = service.sql(f"SELECT state, skew_ms FROM personalization_rounds WHERE study_id = '{STUDY}'")
+        rows = service.sql(
+            f"SELECT round_id, state, skew_ms FROM personalization_rounds WHERE study_id = '{STUDY}'"
+        )
         return rows if len(rows) == len(recorded) and all(r["state"] == "complete" for r in rows) else []
 
     rounds = wait_for(settled, 120, "every recorded round compared")
-    assert max(r["skew_ms"] for r in rounds) < 100  # lock-step, measured from the events
+    # Lock-step is checked on the schedule, exactly: every first attempt of every round was
+    # planned for the round's slot. The measured skew is a figure of the machine (see
+    # bench/serp_skew.py); here it is only bounded by the round's own deadline, and the
+    # stream's skew (from the stored events) must equal the crawler's.
+    for r in recorded:
+        assert all(p["planned_at"] == r["slot"] for p in r["profiles"] if p["attempts"] == 1)
+        assert r["skew_ms"] < study.round_timeout * 1000
+    journaled = {r["round_id"]: r["skew_ms"] for r in recorded}
+    assert {r["round_id"]: r["skew_ms"] for r in rounds} == pytest.approx(journaled, abs=0.01)
 
     # ClickHouse holds exactly what the engine served: every stored page is one the
     # engine served that profile, and the comparisons recount from those pages.
