@@ -35,6 +35,17 @@ class Settings(BaseSettings):
     store_url: str = Field("", description="http://host:port of the process that owns chDB (embedded mode).")
     store_token: SecretStr = Field(SecretStr(""), description="Shared secret for store_url.")
     store_port: int = Field(0, ge=0, le=65535, description="Port of the store (0 = any free).")
+    store_read_lanes: int = Field(
+        2, ge=1, le=16, description="chDB connections for read-only queries (writes have their own)."
+    )
+    sql_max_execution_time_s: float = Field(
+        30.0, gt=0, description="Analyst SQL (/v1/sql): longest run before the store stops it."
+    )
+    sql_max_memory_usage: int = Field(2 * 1024**3, ge=1, description="Analyst SQL: most memory (bytes).")
+    sql_max_result_rows: int = Field(100_000, ge=1, description="Analyst SQL: most rows in an answer.")
+    sql_max_rows_to_read: int = Field(
+        20_000_000_000, ge=1, description="Analyst SQL: most rows a query may read."
+    )
     dedup_horizon_days: int = Field(
         7, ge=1, description="How far back a client retry is recognised by event_id."
     )
@@ -51,6 +62,15 @@ class Settings(BaseSettings):
     rate_limit_rps: float = Field(2000.0, gt=0, description="Requests per second per API key.")
     rate_limit_burst: int = Field(4000, ge=1, description="Burst size of the per-key limiter.")
     produce_timeout_s: float = Field(5.0, gt=0, description="Longest wait for Kafka acks.")
+    replay_window_s: float = Field(
+        120.0,
+        ge=0,
+        description="Acknowledged events ingest keeps, and sends again when the broker comes back "
+        "after an outage (seconds; longer than the worker's lag; 0 = off).",
+    )
+    replay_max_bytes: int = Field(
+        256 * 1024 * 1024, ge=0, description="Most bytes of events kept for replay per ingest process."
+    )
     retry_after_s: int = Field(5, ge=1, description="Retry-After sent with 503 answers.")
 
     # worker

@@ -25,7 +25,12 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     app[KEYS] = KeyFile(settings.resolved_keys_file)
     app[LIMITER] = RateLimiter(settings.rate_limit_rps, settings.rate_limit_burst)
     app[METRICS] = IngestMetrics.create()
-    app[PRODUCER] = EventProducer(settings.kafka_bootstrap, settings.produce_timeout_s)
+    app[PRODUCER] = EventProducer(
+        settings.kafka_bootstrap,
+        settings.produce_timeout_s,
+        replay_window_s=settings.replay_window_s,
+        replay_max_bytes=settings.replay_max_bytes,
+    )
     if store is None:
         has_store = settings.clickhouse_url or settings.store_url
         store = open_store(settings) if has_store else NoStore("ingest has no store configured")

@@ -11,15 +11,19 @@ from typing import Any
 import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
+from pydantic import BaseModel
 
+from auditstream.settings import Settings
 from ingest.api_keys import ApiKey
 from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.errors import problem
 from ingest.producer import BrokerUnavailable
-from ingest.validation import Rejection, validate_batch
-from schemas.sql import ReadOnlyViolation, guard_read_only
+from ingest.validation import validate_batch
+from schemas.analyst_sql import guard_analyst_sql
+from schemas.sql import ReadOnlyViolation
 from schemas.topics import FAMILY_BY_TYPE
 from streams.storage import QueryResult, StoreError, StoreUnavailable
+from streams.storage.base import QueryLimits
 from streams.transforms.batch import format_received_at
 
 log = logging.getLogger(__name__)
@@ -91,11 +95,7 @@ async def post_events(request: web.Request) -> web.Response:
         metrics.rejected.labels(r.reason, key.name).inc()
     if accepted:
         received_at = format_received_at(datetime.now(UTC))
-        valid = [items[i] for i in accepted_indices(len(items), rejected)]
-        records = [
-            _record(config.topic_prefix, m, item, received_at)
-            for m, item in zip(accepted, valid, strict=True)
-        ]
+        records = [_record(config.topic_prefix, m, received_at) for m in accepted]
         try:
             seconds = await app[PRODUCER].send_all(records)
         except BrokerUnavailable:
@@ -107,29 +107,25 @@ async def post_events(request: web.Request) -> web.Response:
                 {"Retry-After": str(config.retry_after_s)},
             ) from None
         metrics.produce_latency.observe(seconds)
-        for event_type, n in Counter(item["type"] for item in valid).items():
+        for event_type, n in Counter(m.type for m in accepted).items():  # type: ignore[attr-defined]
             metrics.accepted.labels(event_type, key.name).inc(n)
-    answer = {"accepted": len(accepted), "rejected": [r.to_json() for r in rejected]}
+    answer: dict[str, Any] = {"accepted": len(accepted), "rejected": [r.to_json() for r in rejected]}
+    if not accepted:
+        answer = {"error": "all_rejected", "message": "no event in the request was valid", **answer}
     return json_response(answer, status=202 if accepted else 422)
 
 
-def accepted_indices(n: int, rejected: list[Rejection]) -> list[int]:
-    bad = {r.index for r in rejected}
-    return [i for i in range(n) if i not in bad]
+def _record(prefix: str, model: BaseModel, received_at: str) -> tuple[str, bytes, bytes]:
+    """(topic, key, value) for one valid event, serialised from its model.
 
-
-def _record(prefix: str, model: Any, item: dict[str, Any], received_at: str) -> tuple[str, bytes, bytes]:
-    """(topic, key, value) for one valid event: its JSON as sent plus ``received_at``.
-
-    The event id is written in canonical form, because deduplication compares it
-    as text; everything else was already checked by the model.
+    Not the JSON as sent: every field is written in its canonical form (UTC
+    timestamps, ``YYYY-MM-DD`` days, the event id as ClickHouse prints it), so the
+    row ClickHouse stores is exactly what was validated and answered 202.
     """
-    family = FAMILY_BY_TYPE[item["type"]]
-    event_id = str(model.event_id)
-    if item["event_id"] != event_id:
-        item = {**item, "event_id": event_id}
-    value = orjson.dumps({**item, "received_at": received_at})
-    return family.topic(prefix), family.key(item), value
+    event = model.model_dump_json().encode()
+    family = FAMILY_BY_TYPE[model.type]  # type: ignore[attr-defined]
+    value = event[:-1] + b',"received_at":' + orjson.dumps(received_at) + b"}"
+    return family.topic(prefix), family.key(vars(model)), value
 
 
 def store_unavailable(request: web.Request, exc: StoreUnavailable) -> web.HTTPException:
@@ -139,11 +135,22 @@ def store_unavailable(request: web.Request, exc: StoreUnavailable) -> web.HTTPEx
     )
 
 
-async def read_query(request: web.Request, sql: str, failed_status: int = 400) -> QueryResult:
+def sql_limits(config: Settings) -> QueryLimits:
+    return QueryLimits(
+        config.sql_max_execution_time_s,
+        config.sql_max_memory_usage,
+        config.sql_max_result_rows,
+        config.sql_max_rows_to_read,
+    )
+
+
+async def read_query(
+    request: web.Request, sql: str, failed_status: int = 400, limits: QueryLimits | None = None
+) -> QueryResult:
     """A read-only query for a handler: 503 when the store is down, ``failed_status`` when
     ClickHouse refuses the statement (400 for a caller's SQL, 500 for the service's own)."""
     try:
-        return await request.app[STORE].query(sql, read_only=True)
+        return await request.app[STORE].query(sql, read_only=True, limits=limits)
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
     except StoreError as exc:
@@ -159,10 +166,10 @@ async def post_sql(request: web.Request) -> web.Response:
     if not isinstance(sql, str):
         raise problem(400, "bad_request", 'send {"sql": "SELECT ..."}')
     try:
-        text = guard_read_only(sql)
+        text = guard_analyst_sql(sql)
     except ReadOnlyViolation as exc:
         raise problem(400, "not_read_only", str(exc)) from None
-    result = await read_query(request, text)
+    result = await read_query(request, text, limits=sql_limits(request.app[CONFIG]))
     return json_response(result.to_json())
 
 
@@ -171,15 +178,22 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
+    """Ready means events can be accepted (the broker answers). The store's read lanes are
+    reported beside it: a saturated store slows the board and analysts' SQL, not intake."""
     producer = request.app[PRODUCER]
+    store = await request.app[STORE].status()
     if producer.ready:
-        return json_response({"ready": True})
-    return json_response({"ready": False, "reason": producer.last_error}, status=503)
+        return json_response({"ready": True, "store": store})
+    return json_response({"ready": False, "reason": producer.last_error, "store": store}, status=503)
 
 
 async def metrics(request: web.Request) -> web.Response:
     m = request.app[METRICS]
-    m.broker_up.set(1 if request.app[PRODUCER].ready else 0)
+    producer = request.app[PRODUCER]
+    m.broker_up.set(1 if producer.ready else 0)
+    m.replay_retained.set(len(producer.retained))
+    m.replayed.set(producer.replayed)
+    m.replay_dropped.set(producer.retained.dropped)
     registry = m.registry
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # several ingest processes share a port
         registry = CollectorRegistry()

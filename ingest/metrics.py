@@ -16,6 +16,9 @@ class IngestMetrics:
     latency: Histogram
     produce_latency: Histogram
     broker_up: Gauge
+    replay_retained: Gauge
+    replayed: Gauge
+    replay_dropped: Gauge
 
     @classmethod
     def create(cls) -> IngestMetrics:
@@ -59,5 +62,23 @@ class IngestMetrics:
                 "1 when Kafka answers the probe",
                 registry=reg,
                 multiprocess_mode="min",
+            ),
+            replay_retained=Gauge(
+                "auditstream_ingest_replay_retained_events",
+                "Acknowledged events kept to be sent again if the broker loses them",
+                registry=reg,
+                multiprocess_mode="sum",
+            ),
+            replayed=Gauge(
+                "auditstream_ingest_replayed_events",
+                "Events sent again after broker outages, since the process started",
+                registry=reg,
+                multiprocess_mode="sum",
+            ),
+            replay_dropped=Gauge(
+                "auditstream_ingest_replay_dropped_events",
+                "Acknowledged events no longer kept for replay before their window ended (byte bound)",
+                registry=reg,
+                multiprocess_mode="sum",
             ),
         )

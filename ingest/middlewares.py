@@ -6,12 +6,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+import orjson
 from aiohttp import web
 
 from ingest.appkeys import METRICS
 from ingest.errors import problem
 
 log = logging.getLogger(__name__)
+_KEPT_HEADERS = frozenset({"allow", "retry-after", "www-authenticate"})
+"""Headers of aiohttp's own errors worth keeping (not its text/plain Content-Type/Length)."""
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -27,10 +30,12 @@ async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
         return response
     except web.HTTPException as exc:
         status = exc.status
-        if exc.content_type != "application/json":
-            raise problem(
-                exc.status, exc.reason.lower().replace(" ", "_"), exc.reason, dict(exc.headers)
-            ) from None
+        if exc.content_type != "application/json":  # aiohttp's own (404, 405, 413...): as JSON
+            kept = {k: v for k, v in exc.headers.items() if k.lower() in _KEPT_HEADERS}
+            body = {"error": exc.reason.lower().replace(" ", "_"), "message": exc.reason}
+            return web.Response(
+                status=exc.status, body=orjson.dumps(body), content_type="application/json", headers=kept
+            )
         raise
     except Exception:
         # Log the failure without the request body: it may hold what we must not keep.

@@ -5,6 +5,14 @@ waits for its full request timeout. So the producer starts in the background,
 a probe tracks broker health, and requests fail fast with 503 while it is down.
 A request whose sends partly failed also gets 503: the client retries with the
 same event ids and the sink drops the copies (idempotent by event_id).
+
+The embedded broker (tansu) keeps everything in memory: if it dies, events it had
+acknowledged but the worker had not yet read are gone from it. Ingest answered 202 for
+them, so it keeps every acknowledged record for ``replay_window_s`` (bounded by
+``replay_max_bytes``) and sends them all again when the broker comes back after an
+outage. The worker drops the copies it already stored (deduplication by event_id).
+Not protected: ingest and the broker dying together, and records older than the window
+or beyond the byte bound (counted in ``auditstream_replay_dropped_records_total``).
 """
 
 from __future__ import annotations
@@ -13,8 +21,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -32,9 +40,59 @@ class BrokerUnavailable(AuditstreamError):
     """The events could not be acknowledged by Kafka; nothing should be reported accepted."""
 
 
+Record = tuple[str, bytes, bytes]
+"""(topic, key, value) of one event."""
+
+
+class Retained:
+    """Acknowledged records of the last ``window_s`` seconds, at most ``max_bytes`` of values."""
+
+    def __init__(self, window_s: float, max_bytes: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.window_s, self.max_bytes, self._clock = window_s, max_bytes, clock
+        self._items: deque[tuple[float, Sequence[Record], int]] = deque()
+        self.bytes = 0
+        self.dropped = 0
+        """Records pushed out by the byte bound before their window ended."""
+
+    def add(self, records: Sequence[Record]) -> None:
+        if self.window_s <= 0:
+            return
+        size = sum(len(v) for _, _, v in records)
+        self._items.append((self._clock(), records, size))
+        self.bytes += size
+        self.prune()
+
+    def prune(self) -> None:
+        horizon = self._clock() - self.window_s
+        while self._items and (self._items[0][0] < horizon or self.bytes > self.max_bytes):
+            at, records, size = self._items.popleft()
+            self.bytes -= size
+            if at >= horizon:
+                self.dropped += len(records)
+
+    def records(self) -> list[Record]:
+        self.prune()
+        return [r for _, records, _ in self._items for r in records]
+
+    def __len__(self) -> int:
+        return sum(len(records) for _, records, _ in self._items)
+
+
 class EventProducer:
-    def __init__(self, bootstrap: str, timeout_s: float = 5.0, probe_every_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        timeout_s: float = 5.0,
+        probe_every_s: float = 1.0,
+        replay_window_s: float = 120.0,
+        replay_max_bytes: int = 256 * 1024 * 1024,
+    ) -> None:
         self.bootstrap = bootstrap
+        self.retained = Retained(replay_window_s, replay_max_bytes)
+        self.replayed = 0
+        """Records sent again after broker outages (since start)."""
+        self._outage = False
+        self._replaying: asyncio.Task[None] | None = None
         self.timeout_s = timeout_s
         self.probe_every_s = probe_every_s
         self._producer: AIOKafkaProducer | None = None
@@ -94,10 +152,14 @@ class EventProducer:
             self._healthy = bool(ok.brokers())
             if self._healthy:
                 self.last_error = ""
+                if self._outage and (self._replaying is None or self._replaying.done()):
+                    self._outage = False
+                    self._replaying = asyncio.create_task(self._replay(), name="kafka-replay")
         except (KafkaError, OSError, TimeoutError) as exc:
             if self._healthy:
                 log.warning("Kafka at %s stopped answering: %r", self.bootstrap, exc)
             self._healthy = False
+            self._outage = True
             self.last_error = f"broker not answering: {exc!r}"
 
     async def _partition(self, producer: AIOKafkaProducer, topic: str, key: bytes) -> int:
@@ -118,17 +180,37 @@ class EventProducer:
         if not self.ready or self._producer is None:
             raise BrokerUnavailable(self.last_error or "broker unavailable")
         started = time.perf_counter()
+        await self._send(records)
+        self.retained.add(records)
+        return time.perf_counter() - started
+
+    async def _send(self, records: Sequence[Record]) -> None:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.append((records, done))
         self._wake.set()
         try:
             await asyncio.wait_for(asyncio.shield(done), timeout=self.timeout_s)
-        except (KafkaError, OSError, TimeoutError) as exc:
+        except (KafkaError, OSError, TimeoutError, BrokerUnavailable) as exc:
             self._healthy = False
+            self._outage = True
             self.last_error = f"send failed: {exc!r}"
             log.warning("Kafka send failed; answering 503 until the probe succeeds: %r", exc)
             raise BrokerUnavailable(self.last_error) from exc
-        return time.perf_counter() - started
+
+    async def _replay(self) -> None:
+        """Send every retained record again, after an outage (the broker may have lost them)."""
+        records = self.retained.records()
+        if not records:
+            return
+        log.warning("Kafka is back: sending the %d events acknowledged in the last %.0f s again",
+                    len(records), self.retained.window_s)  # fmt: skip
+        try:
+            for i in range(0, len(records), 2000):
+                await self._send(records[i : i + 2000])
+        except BrokerUnavailable:
+            log.warning("replay interrupted by another outage; it starts over when Kafka is back")
+            return
+        self.replayed += len(records)
 
     async def _coalesce(self) -> None:
         """Merge the records of concurrent requests into one batch per partition.
@@ -210,7 +292,7 @@ class EventProducer:
             task.add_done_callback(self._settling.discard)
 
     async def stop(self) -> None:
-        for task in (self._task, self._sender):
+        for task in (self._task, self._sender, self._replaying):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

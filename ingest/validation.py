@@ -68,10 +68,16 @@ _TAGS = frozenset(
 )
 
 
+def _extension_event(item: Any) -> bool:
+    """An extension event by its declared type (any JSON value may sit in ``type``)."""
+    kind = item.get("type")
+    return isinstance(kind, str) and kind in EXTENSION_TYPES
+
+
 def validate_one(index: int, item: Any) -> BaseModel | Rejection:
     if not isinstance(item, dict):
         return Rejection(index, "not_an_object", None)
-    if item.get("type") in EXTENSION_TYPES:
+    if _extension_event(item):
         forbidden = sorted(PRIVACY_FORBIDDEN_FIELDS.intersection(item))
         if forbidden:
             return Rejection(index, "forbidden_field", forbidden[0])
@@ -90,9 +96,7 @@ def validate_batch(items: Sequence[Any]) -> tuple[list[BaseModel], list[Rejectio
     batch with errors is walked event by event to name each rejection.
     """
     if not any(
-        isinstance(i, dict)
-        and i.get("type") in EXTENSION_TYPES
-        and not PRIVACY_FORBIDDEN_FIELDS.isdisjoint(i)
+        isinstance(i, dict) and _extension_event(i) and not PRIVACY_FORBIDDEN_FIELDS.isdisjoint(i)
         for i in items
     ):
         try:

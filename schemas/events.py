@@ -9,15 +9,18 @@ through a field that was meant for something else.
 
 from __future__ import annotations
 
-from datetime import date
-from typing import Annotated, Literal
+from datetime import UTC, date, datetime
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     StrictBool,
     StrictInt,
     StringConstraints,
@@ -37,6 +40,49 @@ Version = Annotated[
 UiLang = Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z]{2,3}(-[A-Z]{2})?$")]
 Text = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=512)]
 Rank = Annotated[StrictInt, Field(ge=1, le=100)]
+UInt32 = Annotated[StrictInt, Field(ge=0, le=2**32 - 1)]
+UInt64 = Annotated[StrictInt, Field(ge=0, le=2**64 - 1)]
+
+# Values are checked against what their ClickHouse column can hold and stored in one
+# canonical form (the row written is serialised from the model): a value a column would
+# clamp or refuse is rejected here, with a reason, never changed or lost after a 202.
+DATE_MIN, DATE_MAX = date(1970, 1, 1), date(2149, 6, 6)
+"""The range of ClickHouse's ``Date``."""
+TIME_MIN = datetime(1900, 1, 1, tzinfo=UTC)
+TIME_MAX = datetime(2299, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+"""The range of ``DateTime64(3, 'UTC')``."""
+
+
+def _calendar_day(value: Any) -> Any:
+    """Only ``YYYY-MM-DD`` text: a datetime or a number is not a day."""
+    if not isinstance(value, str) or len(value) != 10 or value[4] != "-" or value[7] != "-":
+        raise ValueError("a day is written YYYY-MM-DD")
+    return value
+
+
+def _in_date_range(value: date) -> date:
+    if not DATE_MIN <= value <= DATE_MAX:
+        raise ValueError(f"a day must lie between {DATE_MIN} and {DATE_MAX}")
+    return value
+
+
+def _in_time_range(value: datetime) -> datetime:
+    utc = value.astimezone(UTC)
+    if not TIME_MIN <= utc <= TIME_MAX:
+        raise ValueError("a timestamp must lie between 1900-01-01 and 2299-12-31")
+    return utc
+
+
+def _utc_text(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+Day = Annotated[
+    date, BeforeValidator(_calendar_day), AfterValidator(_in_date_range), PlainSerializer(date.isoformat)
+]
+"""A calendar day: ``YYYY-MM-DD`` within ClickHouse's ``Date`` range."""
+Timestamp = Annotated[AwareDatetime, AfterValidator(_in_time_range), PlainSerializer(_utc_text)]
+"""An aware timestamp within ``DateTime64(3)``'s range, stored in UTC with milliseconds."""
 
 
 class _Event(BaseModel):
@@ -46,7 +92,7 @@ class _Event(BaseModel):
 
     schema_version: Literal[1]
     event_id: UUID
-    sent_at: AwareDatetime
+    sent_at: Timestamp
 
 
 # --- 2.1 extension events -------------------------------------------------------------
@@ -59,14 +105,14 @@ class _PageContext(_Event):
     arm: Ident
     engine: Engine
     install_id: InstallId
-    install_day: date
+    install_day: Day
     extension_version: Version
     page_index: Annotated[StrictInt, Field(ge=0, le=100)]
     n_organic: Annotated[StrictInt, Field(ge=0, le=100)]
     ads_top_count: Annotated[StrictInt, Field(ge=0, le=20)]
     box: Literal["none", "top", "side"]
     ssr_positions: Annotated[list[Rank], Field(max_length=20)]
-    n_candidates: Annotated[StrictInt, Field(ge=0)] | None = None
+    n_candidates: UInt64 | None = None
     identified: StrictBool
     ui_lang: UiLang
 
@@ -118,7 +164,7 @@ class SerpSnapshot(_Event):
     query: Text
     query_category: Annotated[str, StringConstraints(strict=True, max_length=64)] = ""
     results: Annotated[list[SerpResult], Field(max_length=200)]
-    result_estimate: Annotated[StrictInt, Field(ge=0)] | None = None
+    result_estimate: UInt64 | None = None
     status: Literal["ok", "captcha", "blocked", "error"]
     raw_ref: Annotated[str, StringConstraints(strict=True, max_length=256)] = ""
 
@@ -177,9 +223,9 @@ class CrawlCompleted(_CrawlMarker):
     """A crawl of one root finished; churn compares only completed crawls."""
 
     type: Literal["crawl_completed"]
-    n_nodes: Annotated[StrictInt, Field(ge=0)]
-    n_edges: Annotated[StrictInt, Field(ge=0)]
-    n_failed: Annotated[StrictInt, Field(ge=0)] = 0
+    n_nodes: UInt32
+    n_edges: UInt32
+    n_failed: UInt32 = 0
 
 
 AnyEvent = Annotated[

@@ -8,12 +8,9 @@ from datetime import datetime
 from importlib import resources
 from typing import NamedTuple
 
-_READ_VERBS = ("SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS")
-_OUTFILE = re.compile(r"\bINTO\s+OUTFILE\b", re.IGNORECASE)
-
 
 class ReadOnlyViolation(ValueError):
-    """The statement is not a single read-only query."""
+    """The statement is not one the analyst SQL endpoint runs (``schemas/analyst_sql.py``)."""
 
 
 def quote(value: str) -> str:
@@ -32,25 +29,6 @@ def tuples_in(columns: Iterable[str], rows: Iterable[tuple[str, ...]]) -> str:
     cols = ", ".join(columns)
     values = ", ".join("(" + ", ".join(r) + ")" for r in rows)
     return f"({cols}) IN ({values})"
-
-
-def guard_read_only(sql: str) -> str:
-    """Return ``sql`` as one read-only statement or raise ReadOnlyViolation.
-
-    The backend also runs it with ``readonly=1``; this check keeps out what the
-    setting does not: several statements, and ``INTO OUTFILE``.
-    """
-    text = sql.strip().rstrip(";").strip()
-    if not text:
-        raise ReadOnlyViolation("empty statement")
-    if ";" in text:
-        raise ReadOnlyViolation("only one statement is allowed")
-    verb = text.split(None, 1)[0].upper()
-    if verb not in _READ_VERBS:
-        raise ReadOnlyViolation(f"only read queries are allowed ({', '.join(_READ_VERBS)})")
-    if _OUTFILE.search(text):
-        raise ReadOnlyViolation("INTO OUTFILE is not allowed")
-    return text
 
 
 class Migration(NamedTuple):

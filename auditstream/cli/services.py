@@ -69,6 +69,7 @@ def ingest(
         access_log=None,
         shutdown_timeout=10,
         reuse_port=True,
+        handler_cancellation=True,  # an analyst who hangs up cancels their query in the store
     )
 
 
@@ -119,7 +120,7 @@ def store(
     setup_logging(log_level)
     settings = load_settings(store_port=port, data_dir=data_dir)
     try:
-        chdb = ChdbStore(settings.chdb_path)
+        chdb = ChdbStore(settings.chdb_path, read_lanes=settings.store_read_lanes)
     except Exception as exc:
         raise fail(f"{exc} (is another auditstream process using {settings.data_dir}?)") from None
     applied = asyncio.run(migrate(chdb))
@@ -131,4 +132,5 @@ def store(
         port=settings.store_port,
         print=None,
         access_log=None,
+        handler_cancellation=True,  # a read whose caller hung up is killed in chDB
     )

@@ -259,6 +259,8 @@ class Supervisor:
                         await self.broker.start_and_wait(
                             all_topics(self.settings.topic_prefix), self.settings.partitions
                         )
+                    if self.broker.process is not None:  # the pid file names the live broker
+                        (self.settings.run_dir / "broker.pid").write_text(str(self.broker.process.pid))
                 rss = self.broker.rss_mb()
                 now = time.monotonic()
                 if rss > self.settings.broker_memory_warn_mb and now - last_memory_note > 60:

@@ -15,6 +15,44 @@ INSERT_SETTINGS = (
 READ_SETTINGS = "output_format_json_quote_64bit_integers = 0, readonly = 1"
 
 
+@dataclass(frozen=True)
+class QueryLimits:
+    """Limits for an analyst's query, enforced by ClickHouse itself (the query ends with an
+    error when one is passed) and sent with every statement, since the statement may not
+    carry SETTINGS of its own (``schemas/analyst_sql.py``)."""
+
+    max_execution_time_s: float = 30.0
+    max_memory_usage: int = 2 * 1024**3
+    max_result_rows: int = 100_000
+    max_rows_to_read: int = 20_000_000_000
+
+    def settings(self) -> dict[str, int | float]:
+        return {
+            "max_execution_time": self.max_execution_time_s,
+            "max_memory_usage": self.max_memory_usage,
+            "max_result_rows": self.max_result_rows,
+            "max_rows_to_read": self.max_rows_to_read,
+        }
+
+    def sql(self) -> str:
+        return ", ".join(f"{k} = {v}" for k, v in self.settings().items())
+
+    def to_params(self) -> dict[str, str]:
+        return {k: str(v) for k, v in vars(self).items()}
+
+    @classmethod
+    def from_params(cls, params: Any) -> QueryLimits | None:
+        """From ``to_params`` (the store server's query string); None when absent."""
+        if "max_execution_time_s" not in params:
+            return None
+        return cls(
+            float(params["max_execution_time_s"]),
+            int(params["max_memory_usage"]),
+            int(params["max_result_rows"]),
+            int(params["max_rows_to_read"]),
+        )
+
+
 class StoreError(AuditstreamError):
     """ClickHouse rejected a statement (bad SQL, type error): retrying will not help."""
 
@@ -46,12 +84,19 @@ class Store(abc.ABC):
         """Run a statement that returns nothing (DDL, INSERT ... SELECT)."""
 
     @abc.abstractmethod
-    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
-        """Run a query and return its rows."""
+    async def query(
+        self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
+    ) -> QueryResult:
+        """Run a query and return its rows. ``read_only`` queries (the board, analysts) run
+        apart from the worker's writes where the backend can; ``limits`` bound an analyst's."""
 
     @abc.abstractmethod
     async def insert_json_rows(self, table: str, lines: bytes) -> None:
         """Insert newline-separated JSON objects, columns matched by name."""
+
+    async def status(self) -> dict[str, Any]:
+        """How busy the read lanes are (``saturated``: every lane busy and queries waiting)."""
+        return {}
 
     async def ping(self) -> bool:
         try:
@@ -73,7 +118,9 @@ class NoStore(Store):
     async def execute(self, sql: str) -> None:
         raise StoreUnavailable(self.reason)
 
-    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
+    async def query(
+        self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
+    ) -> QueryResult:
         raise StoreUnavailable(self.reason)
 
     async def insert_json_rows(self, table: str, lines: bytes) -> None:

@@ -1,56 +1,160 @@
-"""chDB in this process: the embedded engine. Only one process may own a directory."""
+"""chDB in this process: the embedded engine. Only one process may own a directory.
+
+Within the owner, separate chDB connections to the same directory run at the same
+time, so the store keeps lanes: one connection for the worker's writes (and its own
+reads), a bounded pool for read-only queries (the board, analysts' SQL), and one for
+control (cancelling). A heavy analyst query then slows other reads at most; it never
+holds up the pipeline. A read that is cancelled (its HTTP request ended) is killed in
+chDB too, rather than left running on.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from streams.storage.base import INSERT_SETTINGS, READ_SETTINGS, QueryResult, Store, StoreError
+from streams.storage.base import (
+    INSERT_SETTINGS,
+    READ_SETTINGS,
+    QueryLimits,
+    QueryResult,
+    Store,
+    StoreError,
+)
+
+log = logging.getLogger(__name__)
+
+
+class _Lane:
+    """One chDB connection; calls on it run one at a time, in a thread (chDB releases the GIL)."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.lock = asyncio.Lock()
+
+    async def renew(self, path: Path) -> None:
+        """A fresh connection: one whose query failed or was killed can hand the rest of
+        that query's output to the next one."""
+        import chdb
+
+        async with self.lock:
+            old, self.connection = self.connection, await asyncio.to_thread(chdb.connect, str(path))
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(old.close)
+
+    def run(self, sql: str, fmt: str) -> bytes:
+        try:
+            return bytes(self.connection.query(sql, fmt).bytes())
+        except Exception as exc:  # chDB raises plain RuntimeError subclasses
+            raise StoreError(str(exc)) from exc
+
+    async def __call__(self, sql: str, fmt: str = "CSV") -> bytes:
+        async with self.lock:
+            return await asyncio.to_thread(self.run, sql, fmt)
 
 
 class ChdbStore(Store):
-    """Owns a chDB data directory. chDB releases the GIL, so calls run in threads."""
+    """Owns a chDB data directory: a write lane, ``read_lanes`` read lanes and a control lane."""
 
-    def __init__(self, path: Path) -> None:
-        from chdb import session  # heavy import, only where chDB is used
+    def __init__(self, path: Path, read_lanes: int = 2) -> None:
+        import chdb  # heavy import, only where chDB is used
 
         path.mkdir(parents=True, exist_ok=True)
         try:
-            self._session: Any = session.Session(str(path))
-        except Exception as exc:  # chDB raises plain RuntimeError subclasses
+            connections = [chdb.connect(str(path)) for _ in range(read_lanes + 2)]
+        except Exception as exc:
             raise StoreError(f"cannot open chDB at {path}: {exc}") from exc
         self.path = path
-
-    def _run(self, sql: str, fmt: str = "CSV") -> bytes:
-        try:
-            return bytes(self._session.query(sql, fmt).bytes())
-        except Exception as exc:
-            raise StoreError(str(exc)) from exc
+        self._write, self._control, *readers = (_Lane(c) for c in connections)
+        self._idle: asyncio.Queue[_Lane] = asyncio.Queue()
+        for lane in readers:
+            self._idle.put_nowait(lane)
+        self._lanes = len(readers)
+        self._waiting = 0
 
     async def execute(self, sql: str) -> None:
-        await asyncio.to_thread(self._run, sql)
+        await self._write(sql)
 
-    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
-        settings = READ_SETTINGS if read_only else "output_format_json_quote_64bit_integers = 0"
-        raw = await asyncio.to_thread(self._run, f"{sql}\nSETTINGS {settings}", "JSONCompact")
-        if not raw.strip():
-            return QueryResult()
-        doc = orjson.loads(raw)
-        meta = doc.get("meta", [])
-        return QueryResult(
-            columns=[m["name"] for m in meta],
-            types=[m["type"] for m in meta],
-            rows=doc.get("data", []),
-        )
+    async def query(
+        self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
+    ) -> QueryResult:
+        if not read_only:
+            raw = await self._write(
+                f"{sql}\nSETTINGS output_format_json_quote_64bit_integers = 0", "JSONCompact"
+            )
+            return _result(raw)
+        tag = f"auditstream-read-{uuid.uuid4().hex}"
+        settings = f"{READ_SETTINGS}, log_comment = '{tag}'"
+        if limits is not None:
+            settings += ", " + limits.sql()
+        self._waiting += 1
+        try:
+            lane = await self._idle.get()
+        finally:
+            self._waiting -= 1
+        try:
+            task = asyncio.ensure_future(lane(f"{sql}\nSETTINGS {settings}", "JSONCompact"))
+            try:
+                raw = await asyncio.shield(task)
+            except asyncio.CancelledError:
+                await self._kill(tag)
+                with contextlib.suppress(StoreError, asyncio.CancelledError):
+                    await task  # the lane is free again only once chDB has let go of it
+                await lane.renew(self.path)
+                raise
+            except StoreError:
+                await lane.renew(self.path)
+                raise
+        finally:
+            self._idle.put_nowait(lane)
+        return _result(raw)
+
+    async def _kill(self, tag: str) -> None:
+        """Stop the read tagged ``tag`` in chDB (its caller went away)."""
+        try:
+            await self._control(
+                f"KILL QUERY WHERE position(query, '{tag}') > 0 AND position(query, 'KILL QUERY') = 0 SYNC"
+            )
+        except StoreError as exc:
+            log.warning("could not cancel a read in chDB: %s", str(exc)[:200])
+
+    async def status(self) -> dict[str, Any]:
+        busy = self._lanes - self._idle.qsize()
+        return {
+            "read_lanes": self._lanes,
+            "reads_busy": busy,
+            "reads_waiting": self._waiting,
+            "saturated": busy == self._lanes and self._waiting > 0,
+        }
 
     async def insert_json_rows(self, table: str, lines: bytes) -> None:
         if not lines:
             return
         sql = f"INSERT INTO {table} SETTINGS {INSERT_SETTINGS} FORMAT JSONEachRow\n"
-        await asyncio.to_thread(self._run, sql + lines.decode())
+        await self._write(sql + lines.decode())
 
     async def close(self) -> None:
-        await asyncio.to_thread(self._session.close)
+        lanes = [self._write, self._control]
+        while not self._idle.empty():
+            lanes.append(self._idle.get_nowait())
+        for lane in lanes:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(lane.connection.close)
+
+
+def _result(raw: bytes) -> QueryResult:
+    if not raw.strip():
+        return QueryResult()
+    doc = orjson.loads(raw)
+    meta = doc.get("meta", [])
+    return QueryResult(
+        columns=[m["name"] for m in meta],
+        types=[m["type"] for m in meta],
+        rows=doc.get("data", []),
+    )

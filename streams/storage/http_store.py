@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import aiohttp
 import orjson
 
-from streams.storage.base import QueryResult, Store, StoreError, StoreUnavailable
+from streams.storage.base import QueryLimits, QueryResult, Store, StoreError, StoreUnavailable
 
 TOKEN_HEADER = "X-Auditstream-Store-Token"
 
@@ -30,7 +32,10 @@ class HttpStore(Store):
                 body = await resp.read()
                 if resp.status == 200:
                     return body
-                message = orjson.loads(body).get("error", "") if body else resp.reason
+                try:
+                    message = orjson.loads(body).get("error", "") if body else resp.reason
+                except (orjson.JSONDecodeError, AttributeError):
+                    message = f"{resp.reason} (no JSON error body)"
                 if resp.status == 400:
                     raise StoreError(message)
                 raise StoreUnavailable(f"store answered {resp.status}: {message}")
@@ -40,14 +45,25 @@ class HttpStore(Store):
     async def execute(self, sql: str) -> None:
         await self._post("/execute", sql.encode())
 
-    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
-        params = {"read_only": "1"} if read_only else None
+    async def query(
+        self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
+    ) -> QueryResult:
+        params = {"read_only": "1"} if read_only else {}
+        if limits is not None:
+            params.update(limits.to_params())
         doc = orjson.loads(await self._post("/query", sql.encode(), params))
         return QueryResult(doc["columns"], doc["types"], doc["rows"])
 
     async def insert_json_rows(self, table: str, lines: bytes) -> None:
         if lines:
             await self._post("/insert", lines, {"table": table})
+
+    async def status(self) -> dict[str, Any]:
+        try:
+            async with self._client().get(self._url + "/status", timeout=aiohttp.ClientTimeout(total=2)) as r:
+                return dict(await r.json()) if r.status == 200 else {"error": f"store answered {r.status}"}
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            return {"error": f"store unreachable: {exc!r}"}
 
     async def close(self) -> None:
         if self._session is not None:

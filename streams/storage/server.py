@@ -2,8 +2,9 @@
 
 chDB allows one process per data directory, so the workers (writes) and the
 ingest ``/v1/sql`` endpoint (reads) all come here. The API is internal:
-``POST /execute`` (SQL body), ``POST /query[?read_only=1]`` (SQL body, JSON rows
-back) and ``POST /insert?table=T`` (JSONEachRow body).
+``POST /execute`` (SQL body), ``POST /query[?read_only=1&<QueryLimits>]`` (SQL body,
+JSON rows back), ``POST /insert?table=T`` (JSONEachRow body) and ``GET /status`` (read
+lanes). It runs with handler cancellation: a read whose caller hung up is killed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from streams.storage.base import Store, StoreError
+from streams.storage.base import QueryLimits, Store, StoreError
 from streams.storage.http_store import TOKEN_HEADER
 
 log = logging.getLogger(__name__)
@@ -52,8 +53,15 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
 
     async def query(request: web.Request) -> web.Response:
         read_only = request.query.get("read_only") == "1"
-        result = await request.app[STORE].query(await request.text(), read_only=read_only)
+        try:
+            limits = QueryLimits.from_params(request.query)
+        except (KeyError, ValueError):
+            return _error(400, "bad query limits")
+        result = await request.app[STORE].query(await request.text(), read_only=read_only, limits=limits)
         return web.Response(body=orjson.dumps(result.to_json()), content_type="application/json")
+
+    async def status(request: web.Request) -> web.Response:
+        return web.json_response(await request.app[STORE].status())
 
     async def insert(request: web.Request) -> web.Response:
         table = request.query.get("table", "")
@@ -63,6 +71,7 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
         return web.json_response({"ok": True})
 
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/status", status)
     app.router.add_post("/execute", execute)
     app.router.add_post("/query", query)
     app.router.add_post("/insert", insert)

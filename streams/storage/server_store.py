@@ -9,7 +9,14 @@ import ipaddress
 import uuid
 from typing import Any
 
-from streams.storage.base import INSERT_SETTINGS, QueryResult, Store, StoreError, StoreUnavailable
+from streams.storage.base import (
+    INSERT_SETTINGS,
+    QueryLimits,
+    QueryResult,
+    Store,
+    StoreError,
+    StoreUnavailable,
+)
 
 
 def _jsonable(value: Any) -> Any:
@@ -53,8 +60,12 @@ class ServerStore(Store):
     async def execute(self, sql: str) -> None:
         await self._run(sql)
 
-    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
-        settings = {"readonly": 1} if read_only else {}
+    async def query(
+        self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
+    ) -> QueryResult:
+        settings: dict[str, Any] = {"readonly": 1} if read_only else {}
+        if limits is not None:  # the read-only user in deploy/ caps them server-side too
+            settings.update(limits.settings())
         rows, cols = await self._run(sql, with_column_types=True, settings=settings)
         return QueryResult(
             columns=[c[0] for c in cols],

@@ -32,6 +32,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
             "AUDITSTREAM_BATCH_WITHIN_S": "0.1",
             "AUDITSTREAM_PERSONALIZATION_ROUND_WAIT_S": "4",
             "AUDITSTREAM_IDENTIFICATION_CHECK_S": "2",
+            "AUDITSTREAM_SQL_MAX_EXECUTION_TIME_S": "10",  # the runaway-query test waits this long
         },
     )
     yield svc

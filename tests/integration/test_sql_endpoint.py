@@ -1,12 +1,25 @@
-"""/v1/sql runs one read-only statement for keys with the read scope, nothing else."""
+"""/v1/sql runs one read-only statement for keys with the read scope, nothing else.
+
+Hostile statements are refused before they reach the store (schemas/analyst_sql.py has
+the rules and their pure tests); here they go through the running service, and the file
+system is checked afterwards. The runaway-query test runs against the session service,
+whose analyst queries are limited to 10 s (conftest.py).
+"""
 
 from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from pathlib import Path
 
 import orjson
 import pytest
 
+from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from ingest.api_keys import KeyFile
-from tests.helpers import Service, http
+from tests.helpers import Service, http, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -19,6 +32,101 @@ def run(svc: Service, sql: str, key: str | None = None) -> tuple[int, dict]:
         {"Authorization": f"Bearer {key or svc.api_key}", "Content-Type": "application/json"},
     )
     return resp.status, resp.body
+
+
+RUNAWAY = "SELECT sum(sipHash64(number)) FROM numbers(19000000000)"
+"""Under the rows-to-read limit (2e10), so only the time limit (10 s here) stops it: about
+20 s of work on an idle machine."""
+
+
+def test_a_query_over_the_rows_limit_is_refused_before_it_runs(service: Service) -> None:
+    status, body = run(service, "SELECT count() FROM numbers(1e12)")
+    assert status == 400 and "TOO_MANY_ROWS" in body["message"]
+
+
+def probe_path(tag: str) -> Path:
+    return Path(f"/tmp/auditstream-probe-{tag}-{uuid.uuid4().hex}")
+
+
+def test_hostile_sql_with_a_read_key_touches_no_file(service: Service) -> None:
+    written = [probe_path("outfile"), probe_path("append"), probe_path("comment")]
+    secret = Path("/etc/passwd").read_text().splitlines()[0]
+    statements = [
+        f"SELECT 'x' INTO OUTFILE '{written[0]}' FORMAT RawBLOB",
+        f"SELECT 'x' INTO OUTFILE '{written[1]}' APPEND",
+        f"SELECT 'x' INTO/**/OUTFILE '{written[2]}' FORMAT RawBLOB",
+        "DESCRIBE file('/etc/passwd', 'TSVWithNames')",
+        "SELECT * FROM file('/etc/passwd', 'LineAsString')",
+        "SeLeCt * FrOm FiLe('/etc/passwd', 'LineAsString')",
+        "SELECT file('/etc/passwd')",
+        "SELECT * FROM url('http://127.0.0.1:9/x', CSV)",
+        "SELECT * FROM s3('http://127.0.0.1:9/x.csv')",
+        "SELECT * FROM remote('127.0.0.1', system.one)",
+        "SELECT * FROM executable('id', 'TSV', 'a String')",
+        "SELECT * FROM mysql('127.0.0.1:9', 'db', 't', 'u', 'p')",
+        "SELECT * FROM postgresql('127.0.0.1:9', 'db', 't', 'u', 'p')",
+        "SELECT * FROM jdbc('jdbc:x', 't')",
+        "SELECT * FROM hdfs('hdfs://127.0.0.1:9/x', 'TSV', 'a String')",
+        "SELECT * FROM system.users",
+        "SELECT count() FROM alerts SETTINGS readonly = 0",
+        "SELECT count() FROM numbers(1e12) SETTINGS max_execution_time = 100000",
+        "SELECT 1 FORMAT TSV",
+        "EXPLAIN/**/SELECT * FROM file('/etc/passwd')",
+    ]
+    for sql in statements:
+        status, body = run(service, sql)
+        assert 400 <= status < 500 and body["error"] == "not_read_only", (sql, status, body)
+        assert secret not in orjson.dumps(body).decode(), sql
+    assert not any(p.exists() for p in written)
+    assert run(service, "SELECT count() FROM alerts")[0] == 200
+
+
+def test_a_runaway_query_ends_at_its_limit_and_never_holds_up_the_pipeline(service: Service) -> None:
+    answer: dict[str, object] = {}
+
+    def runaway() -> None:
+        answer["response"] = run(service, RUNAWAY)
+        answer["ended"] = time.monotonic()
+
+    thread = threading.Thread(target=runaway)
+    started = time.monotonic()
+    thread.start()
+    wait_for(lambda: service_status(service)["reads_busy"] >= 1, 30, "the runaway query running")
+    # events posted while it runs are stored while it still runs
+    config = TrafficConfig(experiment_id=f"runaway-{uuid.uuid4().hex[:8]}", seed=5, installs=50)
+    batches = list(ExtensionTraffic(config).batches(250, 1000))
+    events = [e for batch in batches for e in batch]
+    posted = time.monotonic()
+    assert all(service.post(batch).status == 202 for batch in batches)
+    count = (
+        "SELECT uniqExact(event_id) AS n FROM raw_extension_events "
+        f"WHERE experiment_id = '{config.experiment_id}'"
+    )
+    wait_for(lambda: service.scalar(count) == len(events), 60, "events stored during the runaway query")
+    stored = time.monotonic()
+    thread.join(60)
+    status, body = answer["response"]  # type: ignore[misc]
+    assert status == 400 and body["error"] == "query_failed" and "TIMEOUT_EXCEEDED" in body["message"]
+    # measured: the events were stored before the runaway query ended, and how fast
+    ended = float(answer["ended"])  # type: ignore[arg-type]
+    assert stored < ended, "the pipeline waited for the runaway query"
+    print(f"events stored {stored - posted:.2f} s after posting; runaway ended after {ended - started:.1f} s")
+    wait_for(lambda: service_status(service)["reads_busy"] == 0, 10, "the store to let go of the query")
+
+
+def test_a_query_whose_caller_hangs_up_is_stopped_in_the_store(service: Service) -> None:
+    body = orjson.dumps({"sql": RUNAWAY})
+    headers = {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
+    with contextlib.suppress(TimeoutError):
+        http("POST", service.url + "/v1/sql", body, headers, timeout=1.0)
+    # the 10 s limit would end it too; the caller hanging up ends it well before
+    wait_for(lambda: service_status(service)["reads_busy"] == 0, 6, "the abandoned query to be killed")
+
+
+def service_status(service: Service) -> dict:
+    resp = http("GET", service.url + "/readyz")
+    assert resp.status == 200, resp.body
+    return resp.body["store"]
 
 
 def test_select_and_show_work(service: Service) -> None:

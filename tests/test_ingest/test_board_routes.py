@@ -13,7 +13,7 @@ from auditstream.settings import Settings
 from ingest.api_keys import KeyFile
 from ingest.app import create_app
 from streams.reports.experiment import ReportQuery
-from streams.storage.base import NoStore, QueryResult, Store
+from streams.storage.base import NoStore, QueryLimits, QueryResult, Store
 
 
 class RecordingStore(Store):
@@ -25,7 +25,9 @@ class RecordingStore(Store):
     async def execute(self, sql: str) -> None:
         raise AssertionError("the board never writes")
 
-    async def query(self, sql: str, *, read_only: bool = False) -> QueryResult:
+    async def query(
+        self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
+    ) -> QueryResult:
         self.queries.append((sql, read_only))
         return QueryResult()
 

@@ -1,0 +1,157 @@
+"""What an analyst's SQL may do: read the documented tables and views, nothing else.
+
+chDB runs inside our own process, so whatever ClickHouse would refuse as a
+client-side feature (``INTO OUTFILE``) or allow to a server user (the ``file``,
+``url`` or ``remote`` table functions, ``system.users``) would act on this machine.
+A pattern check is not enough (``INTO/**/OUTFILE`` slipped past one), so every
+statement is parsed with sqlglot's ClickHouse dialect and its whole tree is checked:
+
+- one statement: ``SELECT`` (``WITH``, ``UNION`` ...), ``EXPLAIN [AST|SYNTAX|PLAN|
+  PIPELINE|ESTIMATE] SELECT ...``, ``DESCRIBE <table>`` or ``SHOW TABLES``;
+- every table is a documented table or view (``schemas/clickhouse/README.md``; the
+  names the migrations create) or a CTE of the statement; the only table functions
+  are the documented parameterised views and a few generators (``numbers``, ``zeros``);
+- no function anywhere that reaches files, URLs, processes or other servers;
+- no ``SETTINGS`` or ``FORMAT`` clause: the service sets the limits and the format.
+
+What runs is sqlglot's own rendering of the checked tree, never the text as sent, so
+a comment or quirk that the two parsers read differently cannot smuggle anything in.
+A statement sqlglot cannot parse is refused: this fails closed.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from schemas.sql import ReadOnlyViolation, load_migrations
+
+GENERATORS = frozenset({"numbers", "numbers_mt", "zeros", "zeros_mt", "generate_series", "generateseries"})
+"""Table functions that only generate rows."""
+
+FORBIDDEN_FUNCTIONS = frozenset(
+    name.lower()
+    for name in (
+        "file", "url", "urlCluster", "s3", "s3Cluster", "gcs", "oss", "cosn", "azureBlobStorage",
+        "azureBlobStorageCluster", "hdfs", "hdfsCluster", "remote", "remoteSecure", "cluster",
+        "clusterAllReplicas", "executable", "executablePool", "mysql", "postgresql", "jdbc",
+        "odbc", "mongodb", "redis", "sqlite", "iceberg", "icebergS3", "icebergAzure",
+        "icebergHDFS", "deltaLake", "hudi", "input", "fileCluster", "dictionary", "merge",
+        "loop", "fuzzJSON", "fuzzQuery", "ytsaurus", "arrowFlight", "prometheusQuery",
+        "filesystem", "getSetting", "getServerSetting", "getMergeTreeSetting",
+        "dictGet", "dictGetOrDefault", "dictGetOrNull", "dictHas", "joinGet", "joinGetOrNull",
+        "currentProfiles", "currentRoles", "enabledProfiles", "enabledRoles", "defaultRoles",
+        "throwIf", "sleep", "sleepEachRow",
+    )
+)  # fmt: skip
+"""Functions refused wherever they appear (table or scalar): they leave the documented
+tables, read settings or files, or stall the store."""
+
+_EXPLAIN = re.compile(r"^\s*EXPLAIN(?:\s+(?:AST|SYNTAX|PLAN|PIPELINE|ESTIMATE))?\s+(?=[(A-Za-z])", re.I)
+_SHOW_TABLES = re.compile(r"^\s*SHOW\s+TABLES\s*;?\s*$", re.I)
+_MIGRATION_OBJECT = re.compile(
+    r"^\s*(CREATE|DROP)\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW|MATERIALIZED\s+VIEW)\s+"
+    r"(?:IF\s+(?:NOT\s+)?EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)",
+    re.I,
+)
+_INTERNAL = frozenset({"schema_migrations"})
+
+
+@cache
+def documented_tables() -> frozenset[str]:
+    """Every table and view the migrations leave in place (they are all documented)."""
+    names: set[str] = set()
+    for migration in load_migrations():
+        for statement in migration.statements:
+            match = _MIGRATION_OBJECT.match(statement)
+            if match:
+                verb, name = match.groups()
+                (names.add if verb.upper() == "CREATE" else names.discard)(name)
+    return frozenset(names - _INTERNAL)
+
+
+def guard_analyst_sql(sql: str, tables: frozenset[str] | None = None) -> str:
+    """The statement to run for ``sql``, or ReadOnlyViolation saying what is not allowed."""
+    allowed = documented_tables() if tables is None else tables
+    text = sql.strip()
+    if not text.rstrip(";").strip():
+        raise ReadOnlyViolation("empty statement")
+    if _SHOW_TABLES.match(text):
+        return "SHOW TABLES"
+    prefix = ""
+    explain = _EXPLAIN.match(text)
+    if explain:
+        prefix, text = explain.group(0).strip().upper() + " ", text[explain.end() :]
+    try:
+        statements = [s for s in sqlglot.parse(text, read="clickhouse") if s is not None]
+    except SqlglotError:
+        raise ReadOnlyViolation(
+            "the statement could not be parsed as a ClickHouse SELECT (INTO OUTFILE and "
+            "client-side clauses are not allowed)"
+        ) from None
+    if len(statements) != 1:
+        raise ReadOnlyViolation("only one statement is allowed")
+    tree = statements[0]
+    if isinstance(tree, exp.Describe) and not prefix:
+        target = tree.this
+        if not (isinstance(target, exp.Table) and _plain_name(target) in allowed):
+            raise ReadOnlyViolation("DESCRIBE works on a documented table or view only")
+        return f"DESCRIBE TABLE {_plain_name(target)}"
+    if not isinstance(tree, exp.Query):
+        raise ReadOnlyViolation("only SELECT, WITH, EXPLAIN SELECT, DESCRIBE <table> and SHOW TABLES")
+    _check_tree(tree, allowed)
+    return prefix + tree.sql(dialect="clickhouse", comments=False)
+
+
+def _plain_name(table: exp.Table) -> str | None:
+    """The table's name if it is a plain (optionally ``default.``) name, else None."""
+    if not isinstance(table.this, exp.Identifier) or table.args.get("catalog"):
+        return None
+    if table.db and table.db != "default":
+        return None
+    return table.name
+
+
+def _function_name(node: exp.Expr) -> str:
+    if isinstance(node, exp.Anonymous):
+        return str(node.name)
+    if isinstance(node, exp.Func):
+        return node.sql_name()
+    return ""
+
+
+def _check_tree(tree: exp.Expr, allowed: frozenset[str]) -> None:
+    ctes = {str(cte.alias_or_name) for cte in tree.find_all(exp.CTE)}
+    for node in tree.walk():
+        if node.args.get("settings"):
+            raise ReadOnlyViolation("SETTINGS are set by the service (limits are configurable there)")
+        if node.args.get("format"):
+            raise ReadOnlyViolation("FORMAT is set by the service (results come back as JSON)")
+        if isinstance(node, exp.Into):
+            raise ReadOnlyViolation("INTO is not allowed")
+        name = _function_name(node).lower()
+        if name in FORBIDDEN_FUNCTIONS:
+            raise ReadOnlyViolation(f"the function {name}() is not allowed")
+        if isinstance(node, exp.Table):
+            _check_table(node, allowed, ctes)
+
+
+def _check_table(table: exp.Table, allowed: frozenset[str], ctes: set[str]) -> None:
+    source = table.this
+    if isinstance(source, exp.Func):  # a table function: a generator or a parameterised view
+        name = _function_name(source)
+        if name.lower() in GENERATORS or name in allowed:
+            return
+        raise ReadOnlyViolation(f"the table function {name}() is not allowed")
+    if not isinstance(source, exp.Identifier):  # e.g. a subquery: its own nodes are walked
+        return
+    plain = _plain_name(table)
+    if plain is None:
+        raise ReadOnlyViolation(f"only the documented tables can be read ({table.sql('clickhouse')})")
+    if plain in allowed or (plain in ctes and not table.db):
+        return
+    raise ReadOnlyViolation(f"unknown table {plain!r}: see schemas/clickhouse/README.md for the tables")
