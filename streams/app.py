@@ -99,11 +99,14 @@ def guarded(check: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], Coro
     """A periodic check that logs its failures instead of crashing the worker.
 
     faust stops the whole app when a timer raises; a detector that fails once should
-    only miss a tick, while the agents keep storing events. The wrapper also takes no
-    arguments, so faust does not pass the app in.
+    only miss a tick, while the agents keep storing events. The check runs as its own
+    task, so the timer returns at once (faust warns when a timer overruns its interval),
+    and a tick that comes while the previous run is still going is skipped, never
+    stacked. The wrapper also takes no arguments, so faust does not pass the app in.
     """
+    running: list[asyncio.Task[None]] = []
 
-    async def tick() -> None:
+    async def run() -> None:
         try:
             await check()
         except asyncio.CancelledError:
@@ -113,6 +116,12 @@ def guarded(check: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], Coro
             log.exception("periodic check %s failed; trying again on the next tick", check.__name__)
         else:
             CHECKS.labels(check.__name__, "ok").inc()
+
+    async def tick() -> None:
+        if running and not running[0].done():
+            CHECKS.labels(check.__name__, "skipped").inc()
+            return
+        running[:] = [asyncio.create_task(run(), name=f"check-{check.__name__}")]
 
     tick.__name__ = check.__name__
     return tick

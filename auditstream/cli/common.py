@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,6 +33,15 @@ def load_settings(**overrides: Any) -> Settings:
         raise typer.Exit(2) from None
 
 
+def result_console() -> Console:
+    """A console for results on stdout: on a pipe or a file (no terminal, no COLUMNS), wide
+    enough that tables are never cut at rich's default of 80 columns."""
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=400)
+    return console
+
+
 def setup_logging(level: str = "INFO") -> None:
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
@@ -39,6 +49,9 @@ def setup_logging(level: str = "INFO") -> None:
     )
     for noisy in ("aiokafka", "faust", "mode"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    from ingest import log_privacy
+
+    log_privacy.install()  # aiohttp would quote the start of a refused header (a key) in the log
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -13,10 +13,9 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from auditstream.cli.common import DataDir, console, fail, load_settings
+from auditstream.cli.common import DataDir, console, fail, load_settings, result_console
 
 db_app = typer.Typer(help="Manage the ClickHouse schema.", no_args_is_help=True)
 schema_app = typer.Typer(help="Event schemas for client authors.", no_args_is_help=True)
@@ -24,6 +23,9 @@ schema_app = typer.Typer(help="Event schemas for client authors.", no_args_is_he
 Url = Annotated[str, typer.Option("--url", help="Base URL of a running auditstream ingest")]
 ApiKeyOpt = Annotated[
     str | None, typer.Option("--api-key", help="Key with the read scope \\[env: AUDITSTREAM_API_KEY]")
+]
+AdminKeyOpt = Annotated[
+    str | None, typer.Option("--api-key", help="Key with the admin scope \\[env: AUDITSTREAM_API_KEY]")
 ]
 Format = Annotated[str, typer.Option("--format", help="table, json or csv")]
 
@@ -74,7 +76,7 @@ def print_result(result: dict[str, Any], fmt: str, title: str | None = None) -> 
         table = Table(*columns, title=title)
         for r in rows:
             table.add_row(*("" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v) for v in r))
-        Console().print(table)
+        result_console().print(table)
     else:
         raise fail(f"unknown format {fmt!r}; use table, json or csv", 2)
 

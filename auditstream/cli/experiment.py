@@ -11,7 +11,7 @@ import orjson
 import typer
 
 from auditstream.cli.common import fail
-from auditstream.cli.data import ApiKeyOpt, Format, Url, call_api, print_result
+from auditstream.cli.data import AdminKeyOpt, ApiKeyOpt, Format, Url, call_api, print_result
 
 app = typer.Typer(help="Create, list, show and stop arrangement experiments.", no_args_is_help=True)
 
@@ -38,7 +38,7 @@ def create(
     burn_in_days: Annotated[int, typer.Option(help="Days of each install to drop")] = 4,
     unit_mode: Annotated[str, typer.Option(help="click (the paper's) or impression")] = "click",
     url: Url = "http://127.0.0.1:8080",
-    api_key: ApiKeyOpt = None,
+    api_key: AdminKeyOpt = None,
 ) -> None:
     """Register an experiment (needs a key with the admin scope)."""
     body = {
@@ -84,8 +84,8 @@ def show(
 def stop(
     experiment_id: Annotated[str, typer.Argument()],
     url: Url = "http://127.0.0.1:8080",
-    api_key: ApiKeyOpt = None,
+    api_key: AdminKeyOpt = None,
 ) -> None:
-    """Mark an experiment stopped (its data stays; SRM checks end)."""
+    """Mark an experiment stopped (its data stays; SRM checks end; needs the admin scope)."""
     stopped = call_api(url, api_key, "POST", f"/v1/experiments/{experiment_id}/stop")
     typer.echo(f"stopped {stopped['experiment_id']} (end {stopped['end']})")

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from auditstream.cli.common import DataDir, console, fail, load_settings
+from auditstream.cli.common import DataDir, console, fail, load_settings, result_console
 from ingest.api_keys import SCOPES, KeyError_, KeyFile
 
 app = typer.Typer(help="Manage API keys. Keys are shown once, at creation.", no_args_is_help=True)
@@ -42,7 +41,7 @@ def list_(data_dir: DataDir = None) -> None:
     table = Table("id", "name", "scopes", "created", "revoked")
     for k in _file(data_dir).load():
         table.add_row(k.id, k.name, ",".join(k.scopes), k.created_at, k.revoked_at or "")
-    Console().print(table)
+    result_console().print(table)
 
 
 @app.command()

@@ -9,10 +9,9 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from auditstream.cli.common import fail
+from auditstream.cli.common import fail, result_console
 from auditstream.cli.data import ApiKeyOpt, Format, Url, print_result, run_sql
 
 app = typer.Typer(
@@ -157,7 +156,7 @@ def experiment(
             columns = list(records[0].keys()) if records else []
             print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
         return
-    console = Console()
+    console = result_console()
     ctr_table = Table(
         "arm",
         "units",
@@ -278,7 +277,7 @@ def timeline(
                 e = series[rank - 1] if series else None
                 cells.append(_fmt(e.value, (e.ci_low, e.ci_high)) if e else "-")
             out.add_row(stamp[start], row.arm, str(row.units), *cells)
-    Console().print(out)
+    result_console().print(out)
 
 
 @app.command()
@@ -377,7 +376,7 @@ def _print_churn_grid(result: dict[str, Any]) -> None:
     for row in result["rows"]:
         r = dict(zip(cols, row, strict=True))
         cells.setdefault(r["engine"], {})[(int(r["depth"]), int(r["rank"]))] = float(r["mean_churn"])
-    console = Console()
+    console = result_console()
     for engine, grid in cells.items():
         ranks = sorted({rank for _, rank in grid})
         table = Table("depth", *(f"r{rank}" for rank in ranks), title=f"{engine}: mean churn by rank x depth")

@@ -142,6 +142,7 @@ def demo(
 ) -> None:
     """All three study kinds: autocomplete rounds with a shock, personalization rounds, then
     extension traffic for the 'demo' experiment (what `auditstream up --demo` runs)."""
+    _register_demo_experiment(url, api_key)
     autocomplete(url=url, api_key=api_key, rounds=12, shock=None, study="demo-ac", max_depth=2, seed=1)
     personalization(
         url=url, api_key=api_key, rounds=200, study="demo-pers", noise=0.05, personalization=0.12, seed=1
@@ -158,3 +159,38 @@ def demo(
         concurrency=4,
         duration=0.0,
     )
+
+
+def _register_demo_experiment(url: str, api_key: str | None) -> None:
+    """Register the 'demo' experiment with the simulator's arms and salt, so the board's SRM
+    panel has an allocation to test (a key without the admin scope skips this)."""
+    import urllib.error
+    import urllib.request
+    from datetime import UTC, datetime
+
+    import orjson
+
+    from collectors.simulate.extension_traffic import TrafficConfig
+
+    config = TrafficConfig(experiment_id="demo")
+    body = {
+        "experiment_id": "demo",
+        "engines": [engine for engine, _ in config.engines],
+        "arms": dict(config.arms),
+        "salt": config.salt,
+        "start": datetime.now(UTC).date().isoformat(),
+    }
+    request = urllib.request.Request(
+        url.rstrip("/") + "/v1/experiments",
+        method="POST",
+        data=orjson.dumps(body),
+        headers={"Authorization": f"Bearer {_key(api_key)}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30):
+            console.print("registered the demo experiment")
+    except urllib.error.HTTPError as exc:  # 409: already registered (a second demo run)
+        if exc.code != 409:
+            console.print(
+                f"[yellow]the demo experiment is not registered ({exc.code}); SRM has nothing to test"
+            )

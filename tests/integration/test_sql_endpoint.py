@@ -158,3 +158,15 @@ def test_ingest_only_key_cannot_read(service: Service) -> None:
     _, secret = KeyFile(service.data_dir / "keys.json").create("extension", ("ingest",))
     status, body = run(service, "SELECT 1", key=secret)
     assert status == 403 and body["error"] == "forbidden"
+
+
+def test_no_part_of_an_over_long_key_reaches_the_log(service: Service) -> None:
+    marker = "keymaterial" + uuid.uuid4().hex
+    for size in (2_000, 9_000, 20_000):  # under and over aiohttp's 8190-byte header limit
+        secret = (marker * (size // len(marker) + 1))[:size]
+        headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        resp = http("POST", service.url + "/v1/sql", orjson.dumps({"sql": "SELECT 1"}), headers)
+        assert 400 <= resp.status < 500
+    assert run(service, "SELECT 1")[0] == 200
+    logs = b"".join(p.read_bytes() for p in (service.data_dir / "logs").glob("*.log"))
+    assert marker[:12].encode() not in logs

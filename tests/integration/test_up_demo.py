@@ -51,6 +51,8 @@ def test_up_demo_serves_and_stops_cleanly(tmp_path: Path) -> None:
         60,
         "the demo personalization rounds",
     )
+    # the demo experiment is registered, so the board's SRM panel has an allocation to test
+    assert svc.scalar("SELECT count() FROM experiments WHERE experiment_id = 'demo'") == 1
     assert http("GET", svc.url + "/metrics").status == 200
     worker_metrics = (tmp_path / "data" / "run" / "worker-0.metrics").read_text().strip()
     text = http("GET", worker_metrics).body
