@@ -63,9 +63,11 @@ class ServerStore(Store):
     async def query(
         self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
     ) -> QueryResult:
-        settings: dict[str, Any] = {"readonly": 1} if read_only else {}
-        if limits is not None:  # the read-only user in deploy/ caps them server-side too
-            settings.update(limits.settings())
+        # limits first, readonly last: a server applies query settings in order, and under
+        # readonly = 1 it would refuse to change the limits
+        settings: dict[str, Any] = dict(limits.settings()) if limits is not None else {}
+        if read_only:
+            settings["readonly"] = 1
         rows, cols = await self._run(sql, with_column_types=True, settings=settings)
         return QueryResult(
             columns=[c[0] for c in cols],
