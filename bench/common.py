@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from streams.broker import rss_mb
+from supervisor.broker import rss_mb
 
 
 @dataclass

@@ -20,12 +20,12 @@ import aiohttp
 import orjson
 from aiokafka import AIOKafkaProducer
 
-from auditstream.cli.up import wait_http
+from supervisor.children import wait_http
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from ingest.api_keys import KeyFile
 from schemas.topics import all_topics
-from streams.broker import TansuBroker, free_port
-from streams.transforms.batch import format_received_at
+from schemas.wire import format_received_at
+from supervisor.broker import TansuBroker, free_port
 
 
 async def raw_send_rate(bootstrap: str, events: list[dict], topic: str) -> float:

@@ -22,15 +22,15 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from auditstream.cli.up import wait_http
+from supervisor.children import wait_http
 from bench.common import MemorySampler, append_result, percentile
 from bench.ingest_throughput import ingest_rate, raw_send_rate
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from core.store.chdb_store import ChdbStore
+from schemas.migrate import migrate
 from schemas.topics import all_topics
-from streams.broker import TansuBroker, free_port
-from streams.storage.chdb_store import ChdbStore
-from streams.storage.migrate import migrate
-from streams.transforms.batch import format_received_at
+from schemas.wire import format_received_at
+from supervisor.broker import TansuBroker, free_port
 
 KEY = "bench-key-0123456789"
 

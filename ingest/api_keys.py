@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from auditstream.errors import AuditstreamError
+from core.errors import AuditstreamError
 
 SCOPES = ("ingest", "read", "admin")
 

@@ -6,7 +6,9 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from auditstream.settings import Settings
+from core.settings import Settings
+from core.store import Store, open_store
+from core.store.base import NoStore
 from ingest import board, experiments, handlers
 from ingest.api_keys import KeyFile
 from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
@@ -14,8 +16,6 @@ from ingest.metrics import IngestMetrics
 from ingest.middlewares import observe
 from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
-from streams.storage import Store, open_store
-from streams.storage.base import NoStore
 
 
 def create_app(settings: Settings, store: Store | None = None) -> web.Application:

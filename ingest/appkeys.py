@@ -2,12 +2,12 @@
 
 from aiohttp import web
 
-from auditstream.settings import Settings
+from core.settings import Settings
+from core.store import Store
 from ingest.api_keys import KeyFile
 from ingest.metrics import IngestMetrics
 from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
-from streams.storage import Store
 
 CONFIG = web.AppKey("config", Settings)
 KEYS = web.AppKey("keys", KeyFile)

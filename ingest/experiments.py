@@ -6,12 +6,12 @@ import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
+from core.store import Store, StoreUnavailable
 from ingest.appkeys import STORE
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
 from schemas.experiments import ExperimentConfig, now_utc
 from schemas.sql import quote
-from streams.storage import Store, StoreUnavailable
 
 
 async def load(store: Store, experiment_id: str) -> ExperimentConfig | None:

@@ -13,7 +13,9 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 from pydantic import BaseModel
 
-from auditstream.settings import Settings
+from core.settings import Settings
+from core.store import QueryResult, StoreError, StoreUnavailable
+from core.store.base import QueryLimits
 from ingest.api_keys import ApiKey
 from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.errors import problem
@@ -22,9 +24,7 @@ from ingest.validation import validate_batch
 from schemas.analyst_sql import guard_analyst_sql
 from schemas.sql import ReadOnlyViolation
 from schemas.topics import FAMILY_BY_TYPE
-from streams.storage import QueryResult, StoreError, StoreUnavailable
-from streams.storage.base import QueryLimits
-from streams.transforms.batch import format_received_at
+from schemas.wire import format_received_at
 
 log = logging.getLogger(__name__)
 

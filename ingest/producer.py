@@ -28,7 +28,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
 
-from auditstream.errors import AuditstreamError
+from core.errors import AuditstreamError
 
 log = logging.getLogger(__name__)
 

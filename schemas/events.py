@@ -210,7 +210,7 @@ class _CrawlMarker(_Event):
     root: Text
     max_depth: Annotated[StrictInt, Field(ge=0, le=16)]
     trimming_rule: Literal["first_last_word", "all_words", "any_word", "none"] = "first_last_word"
-    """Names in streams/stats/autocomplete_network.TRIMMING_RULES (a test keeps them equal)."""
+    """Names in analytics/stats/autocomplete_network.TRIMMING_RULES (a test keeps them equal)."""
 
 
 class CrawlStarted(_CrawlMarker):

@@ -16,12 +16,12 @@ from typing import Any
 import faust
 import orjson
 
-from auditstream.settings import Settings
+from analytics.stats.autocomplete_shocks import ShockRule
+from core.settings import Settings
+from core.store import Store
 from schemas.topics import ALERTS_SUFFIX, FAMILIES, Family
 from streams.metrics import CHECKS, set_lag
 from streams.sinks.clickhouse import ClickHouseSink
-from streams.stats.autocomplete_shocks import ShockRule
-from streams.storage import Store
 
 log = logging.getLogger(__name__)
 

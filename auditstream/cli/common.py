@@ -11,7 +11,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from auditstream.settings import Settings
+from core.settings import Settings
 
 console = Console(stderr=True)
 

@@ -101,8 +101,8 @@ def migrate(
     ] = None,
 ) -> None:
     """Apply pending DDL migrations (idempotent). `auditstream up` does this at start."""
-    from streams.storage import StoreError, open_store
-    from streams.storage.migrate import migrate as run
+    from core.store import StoreError, open_store
+    from schemas.migrate import migrate as run
 
     settings = load_settings(data_dir=data_dir, clickhouse_url=clickhouse_url)
 

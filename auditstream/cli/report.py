@@ -108,7 +108,7 @@ def experiment(
     format: Format = "table",
 ) -> None:
     """CTR per position and arm, gap and distortion against control, 95% clustered-bootstrap CIs."""
-    from streams.reports.experiment import (
+    from analytics.reports.experiment import (
         ReportQuery,
         element_share_rows,
         flatten,
@@ -217,7 +217,7 @@ def timeline(
 
     JSON and CSV carry every position c1..c10; the table shows --rank.
     """
-    from streams.reports.experiment import (
+    from analytics.reports.experiment import (
         ReportQuery,
         flatten,
         parse_moment,
@@ -293,7 +293,7 @@ def autocomplete(
     format: Format = "table",
 ) -> None:
     """Churn by rank x depth (RAI Fig. 5), survival in days (Fig. 6), nmi per round with shocks (Fig. 7)."""
-    from streams.reports.autocomplete import AutocompleteQuery
+    from analytics.reports.autocomplete import AutocompleteQuery
 
     query = AutocompleteQuery(study, engine, root)
     statements = {"churn": query.churn_sql(), "survival": query.survival_sql(), "nmi": query.nmi_sql()}
@@ -332,7 +332,7 @@ def personalization(
 ) -> None:
     """Jaccard and edit distance per treatment with the noise bars, % changed per rank vs noise,
     most/least personalized queries, and round completeness with lock-step skew."""
-    from streams.reports.personalization import sections
+    from analytics.reports.personalization import sections
 
     statements = sections(study, top)
     results = _run_sections(statements, section, url, api_key, format)
@@ -394,7 +394,7 @@ def composition(
     beta: Annotated[float, typer.Option(help="Algorithmic distortion (from `report experiment`)")],
 ) -> None:
     """The paper's §6 composition: search share x top-k share x beta."""
-    from streams.stats.arrangement import composition as compose
+    from analytics.stats.arrangement import composition as compose
 
     try:
         value = compose(search_share, topk_share, beta)

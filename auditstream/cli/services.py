@@ -83,8 +83,8 @@ def worker(
     """Consume the event topics and write raw rows and aggregates to ClickHouse."""
     from faust.worker import Worker
 
+    from core.store import open_store
     from streams.app import create_app
-    from streams.storage import open_store
 
     setup_logging(log_level)
     settings = load_settings(
@@ -113,9 +113,9 @@ def store(
     """Own the chDB directory and serve it to the other processes on 127.0.0.1."""
     from aiohttp import web
 
-    from streams.storage.chdb_store import ChdbStore
-    from streams.storage.migrate import migrate
-    from streams.storage.server import create_store_app
+    from core.store.chdb_store import ChdbStore
+    from core.store.server import create_store_app
+    from schemas.migrate import migrate
 
     setup_logging(log_level)
     settings = load_settings(store_port=port, data_dir=data_dir)

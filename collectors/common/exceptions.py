@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditstream.errors import AuditstreamError
+from core.errors import AuditstreamError
 
 
 class CrawlError(AuditstreamError):

@@ -13,9 +13,9 @@ from typing import Any
 
 import orjson
 
-from streams.reports.experiment import element_share_rows, pp_lower_bound, table_from_rows
-from streams.stats.arrangement_table import ArmRow
-from streams.stats.srm import SRM_ALPHA, srm_test
+from analytics.reports.experiment import element_share_rows, pp_lower_bound, table_from_rows
+from analytics.stats.arrangement_table import ArmRow
+from analytics.stats.srm import SRM_ALPHA, srm_test
 
 Row = Mapping[str, Any]
 BOX_BASELINE = "hide_ads_box"

@@ -1,6 +1,6 @@
 """The SQL behind the board: pure text builders over the documented analyst views.
 
-The experiment panels reuse ``streams.reports.experiment.ReportQuery`` (the same
+The experiment panels reuse ``analytics.reports.experiment.ReportQuery`` (the same
 statements as ``auditstream report experiment``), the autocomplete panels
 ``AutocompleteQuery`` and the personalization panel ``sections`` of the
 personalization report, so the board shows the numbers the reports print.
@@ -8,10 +8,10 @@ personalization report, so the board shows the numbers the reports print.
 
 from __future__ import annotations
 
+from analytics.reports.autocomplete import AutocompleteQuery
+from analytics.reports.experiment import ReportQuery
+from analytics.reports.personalization import sections
 from schemas.sql import quote
-from streams.reports.autocomplete import AutocompleteQuery
-from streams.reports.experiment import ReportQuery
-from streams.reports.personalization import sections
 
 ALERT_COLUMNS = (
     "toString(alert_id) AS alert_id, toString(created_at) AS created_at, kind, severity, subject, summary"

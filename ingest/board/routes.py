@@ -19,10 +19,10 @@ from typing import Any
 
 from aiohttp import web
 
+from analytics.reports.experiment import ReportQuery
 from ingest.board import panels, queries
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_query
-from streams.reports.experiment import ReportQuery
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from analytics.stats.srm import srm_test
 from streams.detectors.alerts import alert_record
-from streams.stats.srm import srm_test
 
 
 def srm_alert(

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import Counter, Histogram
 
-from streams.storage import Store, StoreUnavailable
+from core.store import Store, StoreUnavailable
 from streams.transforms import arrangement_stats
 
 log = logging.getLogger(__name__)

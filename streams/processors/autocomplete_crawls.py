@@ -17,11 +17,11 @@ from typing import Any
 
 import orjson
 
+from analytics.stats.autocomplete import Node
+from analytics.stats.autocomplete_shocks import Shock, ShockRule, evaluate_round
+from core.store import Store, StoreError, StoreUnavailable
 from schemas.sql import quote
 from streams.detectors.alerts import alert_record
-from streams.stats.autocomplete import Node
-from streams.stats.autocomplete_shocks import Shock, ShockRule, evaluate_round
-from streams.storage import Store, StoreError, StoreUnavailable
 from streams.transforms.autocomplete_rows import (
     CompletedCrawl,
     association_rows,

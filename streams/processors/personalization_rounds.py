@@ -20,9 +20,9 @@ from typing import Any
 
 import orjson
 
+from analytics.stats.personalization import RANKS, Snapshot, compare_round, skew_ms
+from core.store import Store, StoreError, StoreUnavailable
 from schemas.sql import quote
-from streams.stats.personalization import RANKS, Snapshot, compare_round, skew_ms
-from streams.storage import Store, StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,8 @@ from typing import Any
 import orjson
 from prometheus_client import Counter, Histogram
 
+from analytics.stats.autocomplete_shocks import ShockRule
+from core.store import Store, StoreError, StoreUnavailable
 from schemas.sql import quote
 from schemas.topics import AUTOCOMPLETE, EXTENSION, SERP, Family
 from streams.detectors.identification import IdentificationRule, identification_alert, is_spike, window_sql
@@ -29,8 +31,6 @@ from streams.processors.arrangement_rollup import ArrangementRollup
 from streams.processors.autocomplete_crawls import AutocompleteAnalytics
 from streams.processors.personalization_rounds import PersonalizationRounds
 from streams.sinks.webhook import post_alert
-from streams.stats.autocomplete_shocks import ShockRule
-from streams.storage import Store, StoreError, StoreUnavailable
 from streams.transforms import clicks_by_rank
 from streams.transforms.batch import DecodedBatch, decode_batch, slice_keys
 

@@ -3,7 +3,7 @@
 A crawl here is one root's crawl (crawl_id, engine, root) as its ``autocomplete_node``
 events and its ``crawl_completed`` marker recorded it. Churn and nmi compare it with
 the root's previous completed crawl on the full network; the association network is
-built on the trimmed network (``streams.stats.autocomplete_network``).
+built on the trimmed network (``analytics.stats.autocomplete_network``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from streams.stats.autocomplete import (
+from analytics.stats.autocomplete import (
     Node,
     churn,
     network_texts,
@@ -22,7 +22,7 @@ from streams.stats.autocomplete import (
     text_key,
     word_distribution,
 )
-from streams.stats.autocomplete_network import DEFAULT_TRIMMING_RULE, association_edges, is_trimmed
+from analytics.stats.autocomplete_network import DEFAULT_TRIMMING_RULE, association_edges, is_trimmed
 
 
 @dataclass(frozen=True)

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-RECEIVED_AT_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
-
-
-def format_received_at(moment: datetime) -> str:
-    """The one textual form of ``received_at`` (UTC, milliseconds) used on the wire."""
-    return moment.astimezone(UTC).strftime(RECEIVED_AT_FORMAT)[:-3]
-
-
-def parse_received_at(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+from schemas.wire import parse_received_at
 
 
 @dataclass

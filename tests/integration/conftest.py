@@ -13,7 +13,7 @@ import pytest
 
 from ingest.api_keys import KeyFile
 from schemas.topics import all_topics
-from streams.broker import TansuBroker
+from supervisor.broker import TansuBroker
 from tests.helpers import Service, free_port, http, start_up, stop_up, wait_for
 
 pytestmark = pytest.mark.integration

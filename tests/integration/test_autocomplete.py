@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from analytics.stats.autocomplete import Node, churn, mean_churn, network_texts, nmi, suggestion_sets
+from analytics.stats.autocomplete import word_distribution as wd
+from analytics.stats.autocomplete_network import association_edges, is_trimmed
+from analytics.stats.autocomplete_shocks import ShockRule, detect_shocks
 from collectors.simulate.autocomplete_traffic import AutocompleteSimulation, CrawlConfig
 from collectors.simulate.poster import post_batches
-from streams.stats.autocomplete import Node, churn, mean_churn, network_texts, nmi, suggestion_sets
-from streams.stats.autocomplete import word_distribution as wd
-from streams.stats.autocomplete_network import association_edges, is_trimmed
-from streams.stats.autocomplete_shocks import ShockRule, detect_shocks
 from tests.helpers import Service, wait_for
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from analytics.stats.autocomplete import Node, churn, network_texts, nmi, suggestion_sets, word_distribution
 from auditstream.cli import app
-from streams.stats.autocomplete import Node, churn, network_texts, nmi, suggestion_sets, word_distribution
 from tests.fakes.suggest_server import FakeSuggestServer
 from tests.helpers import Service, wait_for
 

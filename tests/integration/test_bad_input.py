@@ -13,7 +13,7 @@ from confluent_kafka import Consumer
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from ingest.api_keys import KeyFile
 from schemas.topics import all_topics
-from streams.broker import TansuBroker
+from supervisor.broker import TansuBroker
 from tests.helpers import Service, http
 
 pytestmark = pytest.mark.integration

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.stats.bootstrap import poisson1, unit_uniform, weight_sql
+from analytics.stats.bootstrap import poisson1, unit_uniform, weight_sql
 from tests.helpers import Service
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ import pytest
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from schemas.topics import all_topics
-from streams.broker import TansuBroker
+from supervisor.broker import TansuBroker
 from tests.helpers import Service, http, wait_for
 
 pytestmark = pytest.mark.integration

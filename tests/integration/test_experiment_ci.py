@@ -13,8 +13,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
+from analytics.stats.bootstrap import percentile_interval, replicate_ratios, resample_installs
 from collectors.simulate.extension_traffic import TrafficConfig
-from streams.stats.bootstrap import percentile_interval, replicate_ratios, resample_installs
 from tests.helpers import Service, post_study, report_json
 
 pytestmark = pytest.mark.integration

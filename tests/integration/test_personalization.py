@@ -12,8 +12,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from analytics.stats.personalization import Snapshot, compare_round
 from auditstream.cli import app
-from streams.stats.personalization import Snapshot, compare_round
 from tests.helpers import Service, wait_for
 
 pytestmark = pytest.mark.integration

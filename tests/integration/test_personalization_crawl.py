@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from analytics.stats.similarity import changed_at_rank
 from auditstream.cli import app
 from collectors.common.journal import read_journal
 from collectors.serp.study import load_study
-from streams.stats.similarity import changed_at_rank
 from tests.fakes.serp_engine import FakeEngineScript, FakeSerpEngine
 from tests.helpers import Service, wait_for
 from tests.test_collectors.test_serp_crawl import study_file

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.broker import port_open
+from supervisor.broker import port_open
 from tests.helpers import Service, free_port, http, start_up, wait_for
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import yaml
 
-from auditstream.settings import Settings
+from core.settings import Settings
 from schemas.sql import load_migrations
 from schemas.topics import all_topics
 from tests.test_deploy.common import (

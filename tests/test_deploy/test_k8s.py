@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from auditstream.settings import Settings
+from core.settings import Settings
 from schemas.topics import all_topics
 from tests.test_deploy.common import DEPLOY, K8S, compose, load_yaml, load_yaml_all, python_module, run
 

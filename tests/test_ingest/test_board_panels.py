@@ -8,10 +8,10 @@ import math
 import orjson
 import pytest
 
+from analytics.reports.experiment import ReportQuery, element_share_rows, flatten, table_from_rows
+from analytics.stats.srm import srm_test
 from ingest.board import panels, queries
 from ingest.board.routes import TtlCache
-from streams.reports.experiment import ReportQuery, element_share_rows, flatten, table_from_rows
-from streams.stats.srm import srm_test
 
 
 def per_install_rows() -> list[dict]:

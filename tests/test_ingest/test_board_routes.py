@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from auditstream.settings import Settings
+from analytics.reports.experiment import ReportQuery
+from core.settings import Settings
+from core.store.base import NoStore, QueryLimits, QueryResult, Store
 from ingest.api_keys import KeyFile
 from ingest.app import create_app
-from streams.reports.experiment import ReportQuery
-from streams.storage.base import NoStore, QueryLimits, QueryResult, Store
 
 
 class RecordingStore(Store):

@@ -24,7 +24,7 @@ def test_migrations_are_versioned_in_order() -> None:
 def test_view_bootstrap_weights_match_the_python_reference() -> None:
     from importlib import resources
 
-    from streams.stats.bootstrap import MAX_WEIGHT, POISSON1_CDF
+    from analytics.stats.bootstrap import MAX_WEIGHT, POISSON1_CDF
 
     migrations = resources.files("schemas") / "clickhouse" / "migrations"
     for name, views in (("0005_experiment_views.sql", 2), ("0006_experiment_windows.sql", 1)):

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from streams.stats.autocomplete import Node
+from analytics.stats.autocomplete import Node
 from streams.transforms.autocomplete_rows import (
     CompletedCrawl,
     association_rows,

@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 
 import orjson
 
-from streams.transforms.batch import decode_batch, format_received_at, parse_received_at, slice_keys
+from schemas.wire import format_received_at, parse_received_at
+from streams.transforms.batch import decode_batch, slice_keys
 from streams.transforms.clicks_by_rank import recompute_sql
 
 

@@ -4,7 +4,7 @@ from datetime import date, datetime
 
 import pytest
 
-from streams.reports.experiment import ReportQuery, parse_moment, parse_window
+from analytics.reports.experiment import ReportQuery, parse_moment, parse_window
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import datetime as dt
 import decimal
 import uuid
 
-from streams.storage.server_store import _jsonable
+from core.store.server_store import _jsonable
 
 
 def test_driver_values_become_what_chdb_json_would_give() -> None:

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from streams.stats.arrangement import (
+from analytics.stats.arrangement import (
     composition,
     ctr,
     distortion,

@@ -12,8 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
-from schemas.events import CrawlStarted
-from streams.stats.autocomplete import (
+from analytics.stats.autocomplete import (
     SOCIAL_PLATFORMS,
     Node,
     Survival,
@@ -29,7 +28,7 @@ from streams.stats.autocomplete import (
     word_distribution,
     words,
 )
-from streams.stats.autocomplete_network import (
+from analytics.stats.autocomplete_network import (
     DEFAULT_TRIMMING_RULE,
     TRIMMING_RULES,
     association_edges,
@@ -38,7 +37,8 @@ from streams.stats.autocomplete_network import (
     root_reduction,
     trim_crawl,
 )
-from streams.stats.autocomplete_shocks import Shock, ShockRule, detect_shocks, evaluate_round
+from analytics.stats.autocomplete_shocks import Shock, ShockRule, detect_shocks, evaluate_round
+from schemas.events import CrawlStarted
 
 ASA = "asa hutchinson"
 # A small crawl of one root. "wife" is suggested twice (a merge point), "bio" twice, and
@@ -571,7 +571,7 @@ def test_detect_shocks_over_a_study() -> None:
 def test_the_schema_accepts_exactly_the_trimming_rules_the_stream_knows() -> None:
     import typing
 
+    from analytics.stats.autocomplete_network import TRIMMING_RULES
     from schemas.events import CrawlStarted
-    from streams.stats.autocomplete_network import TRIMMING_RULES
 
     assert set(typing.get_args(CrawlStarted.model_fields["trimming_rule"].annotation)) == set(TRIMMING_RULES)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streams.stats.bootstrap import (
+from analytics.stats.bootstrap import (
     POISSON1_CDF,
     percentile_interval,
     poisson1,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streams.stats.arrangement_table import InstallArmCounts, figure3
+from analytics.stats.arrangement_table import InstallArmCounts, figure3
 
 
 def simulate(n_installs: int, seed: int) -> list[InstallArmCounts]:

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from streams.stats.personalization import Snapshot, compare_round, skew_ms
+from analytics.stats.personalization import Snapshot, compare_round, skew_ms
 
 T0 = datetime(2026, 11, 22, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.stats.similarity import jaccard
+from analytics.stats.similarity import jaccard
 
 small_sets = st.frozensets(st.integers(0, 12), max_size=8)
 
@@ -38,7 +38,7 @@ def test_a_set_is_identical_to_itself(a: frozenset[int]) -> None:
 
 # --- Damerau-Levenshtein and changed-at-rank -------------------------------------------
 
-from streams.stats.similarity import changed_at_rank, damerau_levenshtein  # noqa: E402
+from analytics.stats.similarity import changed_at_rank, damerau_levenshtein  # noqa: E402
 
 lists = st.lists(st.sampled_from("abcdef"), max_size=7)
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from streams.stats.srm import srm_test
+from analytics.stats.srm import srm_test
 
 
 def test_52_48_split_on_20k_units_is_a_mismatch() -> None:

@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     worker_metrics_port: int = Field(
         0, ge=0, le=65535, description="Serve worker Prometheus metrics here (0 = off)."
     )
-    # autocomplete shocks (streams/stats/autocomplete_shocks.py documents the rule)
+    # autocomplete shocks (analytics/stats/autocomplete_shocks.py documents the rule)
     shock_baseline_window: int = Field(6, ge=1, description="Previous crawls of a root in its nmi baseline.")
     shock_min_history: int = Field(3, ge=1, description="Crawls a root needs before it is judged.")
     shock_drop: float = Field(0.1, gt=0, le=1, description="nmi drop below the root's baseline that counts.")

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from streams.storage.base import QueryLimits, Store, StoreError
-from streams.storage.http_store import TOKEN_HEADER
+from core.store.base import QueryLimits, Store, StoreError
+from core.store.http_store import TOKEN_HEADER
 
 log = logging.getLogger(__name__)
 STORE = web.AppKey("store", Store)

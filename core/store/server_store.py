@@ -9,7 +9,7 @@ import ipaddress
 import uuid
 from typing import Any
 
-from streams.storage.base import (
+from core.store.base import (
     INSERT_SETTINGS,
     QueryLimits,
     QueryResult,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from analytics.stats.arrangement import element_shares, performative_power_lower_bound
+from analytics.stats.arrangement_table import ArmRow, InstallArmCounts, figure3
 from schemas.sql import quote
-from streams.stats.arrangement import element_shares, performative_power_lower_bound
-from streams.stats.arrangement_table import ArmRow, InstallArmCounts, figure3
 
 UNIT_COLUMNS = {"click": "units", "impression": "impressions"}
 """Click mode (the paper's): a unit is a query that led to a click. Impression mode:

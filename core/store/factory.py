@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from auditstream.settings import Settings
-from streams.storage.base import Store
+from core.settings import Settings
+from core.store.base import Store
 
 
 def open_store(settings: Settings, *, own_chdb: bool = False) -> Store:
@@ -13,13 +13,13 @@ def open_store(settings: Settings, *, own_chdb: bool = False) -> Store:
     (``store_url``), unless this process is the owner (``own_chdb``).
     """
     if settings.clickhouse_url:
-        from streams.storage.server_store import ServerStore
+        from core.store.server_store import ServerStore
 
         return ServerStore(settings.clickhouse_url)
     if settings.store_url and not own_chdb:
-        from streams.storage.http_store import HttpStore
+        from core.store.http_store import HttpStore
 
         return HttpStore(settings.store_url, settings.store_token.get_secret_value())
-    from streams.storage.chdb_store import ChdbStore
+    from core.store.chdb_store import ChdbStore
 
     return ChdbStore(settings.chdb_path)

@@ -20,7 +20,7 @@ from pathlib import Path
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
-from auditstream.errors import AuditstreamError
+from core.errors import AuditstreamError
 
 log = logging.getLogger(__name__)
 

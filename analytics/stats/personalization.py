@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from streams.stats.similarity import changed_at_rank, damerau_levenshtein, jaccard
+from analytics.stats.similarity import changed_at_rank, damerau_levenshtein, jaccard
 
 RANKS = 10
 """Ranks compared (Hannak et al. use the first page: ten organic results)."""

@@ -1,4 +1,4 @@
-"""The chDB owner reached over loopback HTTP (see ``streams.storage.server``)."""
+"""The chDB owner reached over loopback HTTP (see ``core.store.server``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from streams.storage.base import QueryLimits, QueryResult, Store, StoreError, StoreUnavailable
+from core.store.base import QueryLimits, QueryResult, Store, StoreError, StoreUnavailable
 
 TOKEN_HEADER = "X-Auditstream-Store-Token"
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from streams.storage.base import (
+from core.store.base import (
     INSERT_SETTINGS,
     READ_SETTINGS,
     QueryLimits,

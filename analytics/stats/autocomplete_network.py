@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from types import MappingProxyType
 
-from streams.stats.autocomplete import Node, text_key, words
+from analytics.stats.autocomplete import Node, text_key, words
 
 TrimmingRule = Callable[[Sequence[str], AbstractSet[str]], bool]
 """(root words, target words) -> keep the edge. Both are in `words` form; root words are never empty."""

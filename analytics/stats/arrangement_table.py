@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from streams.stats.arrangement import distortion, gap
-from streams.stats.bootstrap import percentile_interval, weights
+from analytics.stats.arrangement import distortion, gap
+from analytics.stats.bootstrap import percentile_interval, weights
 
 CONTROL = "control"
 

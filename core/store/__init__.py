@@ -5,7 +5,7 @@
 - ``ServerStore``: a ClickHouse server through clickhouse-driver (production).
 """
 
-from streams.storage.base import QueryResult, Store, StoreError, StoreUnavailable
-from streams.storage.factory import open_store
+from core.store.base import QueryResult, Store, StoreError, StoreUnavailable
+from core.store.factory import open_store
 
 __all__ = ["QueryResult", "Store", "StoreError", "StoreUnavailable", "open_store"]

@@ -20,7 +20,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from streams.stats.similarity import jaccard
+from analytics.stats.similarity import jaccard
 
 RankDepth = tuple[int, int]
 """A (rank, depth) cell of a suggestion network: rank is 1-based, depth 0 is the root's own suggestions."""

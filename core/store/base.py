@@ -6,7 +6,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditstream.errors import AuditstreamError
+from core.errors import AuditstreamError
 
 INSERT_SETTINGS = (
     "date_time_input_format = 'best_effort', input_format_skip_unknown_fields = 1, "

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from core.store.base import Store
 from schemas.sql import load_migrations, quote
-from streams.storage.base import Store
 
 _LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations

@@ -1,0 +1,224 @@
+"""The whole service on one machine: broker, store, workers and ingest, supervised.
+
+It starts the tansu broker (unless an external Kafka is configured), the store process
+that owns chDB, the worker(s) and ingest, restarts whichever dies (a restarted broker
+gets its topics again and its pid file names the new process), and stops everything in
+order. ``auditstream up`` (auditstream/cli/up.py) is its command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import time
+
+from rich.console import Console
+from rich.panel import Panel
+
+from core.settings import Settings
+from ingest.api_keys import SCOPES
+from schemas.topics import all_topics
+from supervisor.broker import BrokerError, TansuBroker, create_topics, free_port, port_open
+from supervisor.children import Child, wait_http
+
+console = Console(stderr=True)
+
+
+class Supervisor:
+    def __init__(self, settings: Settings, demo_events: int, demo_rate: float, api_key: str) -> None:
+        self.settings = settings
+        self.demo_events = demo_events
+        self.demo_rate = demo_rate
+        self.api_key = api_key
+        self.broker: TansuBroker | None = None
+        self.children: list[Child] = []
+        self.stopping = asyncio.Event()
+        self.log_dir = settings.data_dir / "logs"
+        self.env = dict(os.environ)
+        self.worker_metrics: list[str] = []
+
+    def _child(self, name: str, args: list[str], **kw: object) -> Child:
+        child = Child(name, args, self.env, self.log_dir, self.settings.run_dir, **kw)  # type: ignore[arg-type]
+        self.children.append(child)
+        return child
+
+    async def start(self) -> None:
+        s = self.settings
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        s.run_dir.mkdir(parents=True, exist_ok=True)
+        if port_open(s.host, s.port):
+            raise RuntimeError(f"{s.host}:{s.port} is already in use; pick another --port")
+        bootstrap = s.kafka_bootstrap
+        if not bootstrap:
+            self.broker = TansuBroker(free_port(), log_path=self.log_dir / "broker.log")
+            await self.broker.start_and_wait(all_topics(s.topic_prefix), s.partitions)
+            (s.run_dir / "broker.pid").write_text(str(self.broker.process.pid))  # type: ignore[union-attr]
+            (s.run_dir / "broker.addr").write_text(self.broker.bootstrap + "\n")
+            bootstrap = self.broker.bootstrap
+        else:
+            await create_topics(bootstrap, all_topics(s.topic_prefix), s.partitions)
+        self.env["AUDITSTREAM_KAFKA_BOOTSTRAP"] = bootstrap
+        self.env["AUDITSTREAM_DATA_DIR"] = str(s.data_dir)
+        self.env["AUDITSTREAM_PARTITIONS"] = str(s.partitions)
+
+        if not s.clickhouse_url:
+            store_port = s.store_port or free_port()
+            token = secrets.token_urlsafe(24)
+            self.env["AUDITSTREAM_STORE_URL"] = f"http://127.0.0.1:{store_port}"
+            self.env["AUDITSTREAM_STORE_TOKEN"] = token
+            store = self._child("store", ["store", "--port", str(store_port)])
+            await store.start()
+            await wait_http(f"http://127.0.0.1:{store_port}/healthz", 60, store)
+        else:
+            migrate = self._child("migrate", ["db", "migrate"], restart=False)
+            await migrate.start()
+            assert migrate.process is not None
+            if await migrate.process.wait() != 0:
+                raise RuntimeError(f"migrations failed; see {self.log_dir}/migrate.log")
+            self.children.remove(migrate)
+
+        for i in range(s.workers):
+            # Each worker serves its own Prometheus metrics on a port of its own.
+            port = s.worker_metrics_port + i if s.worker_metrics_port else free_port()
+            worker = self._child(f"worker-{i}", ["worker"])
+            worker.env = {**self.env, "AUDITSTREAM_WORKER_METRICS_PORT": str(port)}
+            self.worker_metrics.append(f"http://127.0.0.1:{port}/metrics")
+            (s.run_dir / f"worker-{i}.metrics").write_text(self.worker_metrics[-1] + "\n")
+            await worker.start()
+        if s.ingest_processes > 1:
+            # Several processes share the port (SO_REUSEPORT); their metrics are merged
+            # through prometheus-client's multiprocess directory.
+            prom_dir = s.run_dir / "prometheus-ingest"
+            shutil.rmtree(prom_dir, ignore_errors=True)
+            prom_dir.mkdir(parents=True)
+            self.env["PROMETHEUS_MULTIPROC_DIR"] = str(prom_dir)
+        for i in range(s.ingest_processes):
+            name = "ingest" if i == 0 else f"ingest-{i}"
+            ingest = self._child(name, ["ingest", "--host", s.host, "--port", str(s.port)])
+            await ingest.start()
+            await wait_http(f"http://{s.host}:{s.port}/readyz", 60, ingest)
+        self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+
+    def banner(self) -> None:
+        s = self.settings
+        broker = (
+            f"tansu {self.broker.bootstrap} (in memory: events not yet stored are lost if it stops)"
+            if self.broker
+            else f"Kafka {s.kafka_bootstrap}"
+        )
+        store = f"ClickHouse {s.clickhouse_url}" if s.clickhouse_url else f"chDB {s.chdb_path}"
+        url = f"http://{s.host}:{s.port}"
+        lines = [
+            f"[bold]ingest[/]   {url}  (POST /v1/events, POST /v1/sql, /readyz, /metrics)",
+            f"[bold]broker[/]   {broker}",
+            f"[bold]store[/]    {store}",
+            f"[bold]workers[/]  {s.workers}  (metrics: {', '.join(self.worker_metrics)})",
+            f"[bold]API key[/]  {self.api_key}  (scopes: {', '.join(SCOPES)})",
+            f"[bold]logs[/]     {self.log_dir}/",
+            "",
+            f"board    {url}/board#key={self.api_key}",
+            f"try: auditstream report --url {url} --api-key {self.api_key}",
+            "Ctrl-C stops everything.",
+        ]
+        console.print(Panel("\n".join(lines), title="auditstream is up", expand=False))
+
+    async def start_demo(self) -> None:
+        s = self.settings
+        demo = self._child(
+            "demo",
+            [
+                "simulate",
+                "demo",
+                "--url",
+                f"http://{s.host}:{s.port}",
+                "--api-key",
+                self.api_key,
+                "--events",
+                str(self.demo_events),
+                "--rate",
+                str(self.demo_rate),
+            ],
+            restart=False,
+            inherit_output=True,
+        )
+        await demo.start()
+
+    async def watch(self) -> None:
+        """Restart what died; watch the broker's memory."""
+        last_memory_note = 0.0
+        while not self.stopping.is_set():
+            for child in list(self.children):
+                code = child.exited()
+                if code is None:
+                    continue
+                if not child.restart:
+                    child.forget()
+                    if child.name == "demo":
+                        console.print(f"demo load finished (exit {code}); the service keeps running")
+                    self.children.remove(child)
+                    continue
+                child.restarts += 1
+                delay = min(child.backoff_s * 2 ** min(child.restarts, 6), 30.0)
+                if time.monotonic() - child.started_at > 60:
+                    delay = child.backoff_s
+                console.print(f"[yellow]{child.name} exited with code {code}; restarting in {delay:.1f}s")
+                await asyncio.sleep(delay)
+                await child.start()
+            if self.broker is not None:
+                if not self.broker.alive():
+                    console.print("[red]the tansu broker died; restarting it (its in-memory events are lost)")
+                    await self.broker.stop()
+                    with contextlib.suppress(BrokerError, OSError):
+                        await self.broker.start_and_wait(
+                            all_topics(self.settings.topic_prefix), self.settings.partitions
+                        )
+                    if self.broker.process is not None:  # the pid file names the live broker
+                        (self.settings.run_dir / "broker.pid").write_text(str(self.broker.process.pid))
+                rss = self.broker.rss_mb()
+                now = time.monotonic()
+                if rss > self.settings.broker_memory_warn_mb and now - last_memory_note > 60:
+                    console.print(
+                        f"[yellow]tansu uses {rss:.0f} MiB: it keeps every event in memory; "
+                        "restart the service or use Apache Kafka for long studies"
+                    )
+                    last_memory_note = now
+                (self.settings.run_dir / "broker.rss_mb").write_text(f"{rss:.1f}\n")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), 1.0)
+
+    async def stop(self) -> None:
+        # Stop the load first, then intake, then what drains Kafka, then storage.
+        rank = {"demo": 0, "ingest": 1, "worker": 2, "store": 3}
+        for child in sorted(self.children, key=lambda c: rank.get(c.name.split("-")[0], 4)):
+            await child.stop()
+        if self.broker is not None:
+            await self.broker.stop()
+            with contextlib.suppress(FileNotFoundError):
+                (self.settings.run_dir / "broker.pid").unlink()
+        for stale in self.settings.run_dir.glob("worker-*.metrics"):
+            stale.unlink(missing_ok=True)
+
+
+async def run(sup: Supervisor, demo: bool) -> None:
+    """Start everything, print the banner, supervise until SIGINT/SIGTERM, then stop in order."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, sup.stopping.set)
+    try:
+        with console.status("starting broker, store, workers and ingest..."):
+            await sup.start()
+        sup.banner()
+        (sup.settings.run_dir / "ready").write_text(f"http://{sup.settings.host}:{sup.settings.port}\n")
+        if demo:
+            await sup.start_demo()
+        await sup.watch()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            (sup.settings.run_dir / "ready").unlink()
+        with console.status("stopping..."):
+            await sup.stop()
+        console.print("stopped cleanly")
