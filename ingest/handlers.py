@@ -22,8 +22,8 @@ from ingest.errors import problem
 from ingest.producer import BrokerUnavailable
 from ingest.validation import validate_batch
 from schemas.analyst_sql import guard_analyst_sql
+from schemas.event_types import FAMILY_BY_TYPE
 from schemas.sql import ReadOnlyViolation
-from schemas.topics import FAMILY_BY_TYPE
 from schemas.wire import format_received_at
 
 log = logging.getLogger(__name__)

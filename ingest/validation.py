@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from schemas.events import EXTENSION_TYPES, PRIVACY_FORBIDDEN_FIELDS, AnyEvent
+from schemas.event_types import BY_NAME, EXTENSION_TYPES, AnyEvent
+from schemas.events import PRIVACY_FORBIDDEN_FIELDS
 
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
 _LIST_ADAPTER: TypeAdapter[list[Any]] = TypeAdapter(list[AnyEvent])
@@ -63,9 +64,8 @@ def _field(error: Any) -> str | None:
     return ".".join(str(p) for p in loc) or None
 
 
-_TAGS = frozenset(
-    {"serp_view", "click", "serp_snapshot", "autocomplete_node", "crawl_started", "crawl_completed"}
-)
+_TAGS = frozenset(BY_NAME)
+"""pydantic names a union branch by its tag in an error's location."""
 
 
 def _extension_event(item: Any) -> bool:

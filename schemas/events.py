@@ -1,5 +1,7 @@
 """Pydantic v2 models for the three event families of DESIGN.md §2.
 
+The table of event types (model, family, topic, raw table) is ``schemas/event_types.py``.
+
 Models are strict where it matters for privacy and correctness: unknown fields
 are rejected, scalars are not coerced from strings, and free-text fields exist
 only on crawler events (crawler queries are not personal data). Extension events
@@ -227,20 +229,6 @@ class CrawlCompleted(_CrawlMarker):
     n_edges: UInt32
     n_failed: UInt32 = 0
 
-
-AnyEvent = Annotated[
-    SerpView | Click | SerpSnapshot | AutocompleteNode | CrawlStarted | CrawlCompleted,
-    Field(discriminator="type"),
-]
-EVENT_MODELS: tuple[type[_Event], ...] = (
-    SerpView,
-    Click,
-    SerpSnapshot,
-    AutocompleteNode,
-    CrawlStarted,
-    CrawlCompleted,
-)
-EXTENSION_TYPES = frozenset({"serp_view", "click"})
 
 PRIVACY_FORBIDDEN_FIELDS = frozenset(
     {

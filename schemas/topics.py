@@ -18,12 +18,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Family:
-    """One event family: its topic suffix, raw table and partition key."""
+    """One event family: its topic suffix, raw table, partition key and the fields the worker
+    needs to route an event (a message without them is a dead letter). Which event types
+    belong to a family is said once, in ``schemas/event_types.py``."""
 
     name: str
-    types: frozenset[str]
     raw_table: str
     key: Callable[[Mapping[str, Any]], bytes]
+    required: tuple[str, ...]
 
     def topic(self, prefix: str) -> str:
         return f"{prefix}.{self.name}"
@@ -41,18 +43,15 @@ def _autocomplete_key(event: Mapping[str, Any]) -> bytes:
     return f"{event['engine']}\x1f{event['root']}".encode()
 
 
-EXTENSION = Family("extension", frozenset({"serp_view", "click"}), "raw_extension_events", _extension_key)
-SERP = Family("serp", frozenset({"serp_snapshot"}), "raw_serp_snapshots", _serp_key)
+EXTENSION = Family(
+    "extension", "raw_extension_events", _extension_key, ("experiment_id", "engine", "install_id")
+)
+SERP = Family("serp", "raw_serp_snapshots", _serp_key, ("study_id", "round_id", "query"))
 AUTOCOMPLETE = Family(
-    "autocomplete",
-    frozenset({"autocomplete_node", "crawl_started", "crawl_completed"}),
-    "raw_autocomplete_events",
-    _autocomplete_key,
+    "autocomplete", "raw_autocomplete_events", _autocomplete_key, ("crawl_id", "engine", "root")
 )
 FAMILIES: tuple[Family, ...] = (EXTENSION, SERP, AUTOCOMPLETE)
 ALERTS_SUFFIX = "alerts"
-
-FAMILY_BY_TYPE: dict[str, Family] = {t: f for f in FAMILIES for t in f.types}
 
 
 def all_topics(prefix: str) -> list[str]:

@@ -124,7 +124,7 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     and deduplicated by event id; a re-sent copy (same id) must be identical."""
     from pydantic import TypeAdapter
 
-    from schemas.events import AnyEvent
+    from schemas.event_types import AnyEvent
 
     adapter: TypeAdapter[Any] = TypeAdapter(AnyEvent)
     by_id: dict[str, dict[str, Any]] = {}

@@ -127,7 +127,7 @@ def export(
     """Write one JSON Schema per event type, plus the union, for client authors."""
     from pydantic import TypeAdapter
 
-    from schemas.events import EVENT_MODELS, AnyEvent
+    from schemas.event_types import EVENT_MODELS, AnyEvent
 
     out.mkdir(parents=True, exist_ok=True)
     for model in EVENT_MODELS:

@@ -50,11 +50,6 @@ SINK_ERRORS = Counter("auditstream_sink_errors_total", "Failed store attempts (r
 
 ID_CHUNK = 5000  # event ids per lookup (~200 KB of SQL), inside max_query_size
 ALERTS = Counter("auditstream_alerts_raised_total", "Alerts raised by stream detectors", ["kind"])
-REQUIRED = {
-    EXTENSION.name: ("experiment_id", "engine", "install_id"),
-    AUTOCOMPLETE.name: ("crawl_id", "engine", "root"),
-    SERP.name: ("study_id", "round_id", "query"),
-}
 
 
 @dataclass
@@ -97,7 +92,7 @@ class ClickHouseSink:
     async def write(self, family: Family, values: Sequence[bytes]) -> WriteResult:
         """Store a batch; retry with backoff until it is stored, whatever went wrong."""
         started = time.perf_counter()
-        batch = decode_batch(values, REQUIRED.get(family.name, ()))
+        batch = decode_batch(values, family.required)
         SINK_BATCH.labels(family.raw_table).observe(len(values))
         result = await self._retrying(family, batch)
         SINK_SECONDS.labels(family.raw_table).observe(time.perf_counter() - started)

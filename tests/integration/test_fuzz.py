@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from schemas.topics import FAMILY_BY_TYPE
+from schemas.event_types import FAMILY_BY_TYPE
 from tests.helpers import Service, free_port, start_up, stop_up, wait_for
 
 pytestmark = pytest.mark.integration

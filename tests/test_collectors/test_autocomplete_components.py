@@ -20,7 +20,7 @@ from collectors.autocomplete.state import CrawlParams, CrawlStore, read_roots
 from collectors.common.archive import Archive
 from collectors.common.endpoints import parse_pairs
 from collectors.common.exceptions import ArchiveError, CrawlConfigError, CrawlStateError
-from schemas.events import AnyEvent
+from schemas.event_types import AnyEvent
 
 EVENT = TypeAdapter(AnyEvent)
 

@@ -36,7 +36,7 @@ from collectors.autocomplete.state import CrawlParams, CrawlStore
 from collectors.common.archive import Archive
 from collectors.common.politeness import Backoff, RateLimiter
 from collectors.common.sinks import JsonlSink
-from schemas.events import AnyEvent
+from schemas.event_types import AnyEvent
 from tests.fakes.suggest_server import FakeSuggestServer
 from tests.helpers import read_events, wait_for
 from tests.test_collectors.test_autocomplete_bfs import EDGES_DEPTH_3, EXPECTED_DEPTH_3, GRAPH

@@ -47,7 +47,7 @@ from collectors.serp.rulebook import load_rules
 from collectors.serp.runner import crawl_study
 from collectors.serp.state import StudyStore
 from collectors.serp.study import Study, load_study
-from schemas.events import AnyEvent
+from schemas.event_types import AnyEvent
 from tests.fakes.serp_engine import CAPTCHA, SLOW, FakeEngineScript, FakeSerpEngine, Hit
 from tests.helpers import read_events
 

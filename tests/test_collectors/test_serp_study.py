@@ -15,7 +15,7 @@ from collectors.common.exceptions import CrawlConfigError
 from collectors.serp.events import round_events, snapshot_event, snapshot_event_id
 from collectors.serp.schedule import Grid
 from collectors.serp.study import load_study, parse_duration, parse_study
-from schemas.events import AnyEvent
+from schemas.event_types import AnyEvent
 from tests.fakes.serp_engine import FakeEngineScript
 
 EXAMPLE = Path(collectors.serp.__file__).parent / "examples" / "study.toml"
