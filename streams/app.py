@@ -19,14 +19,29 @@ import orjson
 from analytics.stats.autocomplete_shocks import ShockRule
 from core.settings import Settings
 from core.store import Store
-from schemas.topics import ALERTS_SUFFIX, FAMILIES, Family
+from schemas.topics import ALERTS_SUFFIX, AUTOCOMPLETE, FAMILIES, SERP, Family
+from streams.detectors.alerts import AlertService
+from streams.detectors.identification import IdentificationCheck
+from streams.detectors.srm import SrmCheck
 from streams.metrics import CHECKS, set_lag
+from streams.processors import for_families
+from streams.processors.arrangement_rollup import ArrangementRollup
+from streams.processors.autocomplete_crawls import AutocompleteAnalytics
+from streams.processors.personalization_rounds import PersonalizationRounds
 from streams.sinks.clickhouse import ClickHouseSink
+from streams.sinks.raw_writer import RawWriter
 
 log = logging.getLogger(__name__)
 
 APP_ID = "auditstream-worker"
-SRM_EVERY_S = 5.0
+CHECK_EVERY_S = 5.0
+"""How often the SRM check and the autocomplete retry run (seconds)."""
+LAG_EVERY_S = 5.0
+"""How often the consumer-lag gauge is refreshed (seconds)."""
+PERSONALIZATION_EVERY_S = 2.0
+"""How often waiting personalization rounds are settled (seconds)."""
+MAX_BACKOFF_S = 10.0
+"""Longest pause between retries of a batch or a recompute."""
 
 
 def bootstrap_url(bootstrap: str) -> str:
@@ -159,30 +174,35 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         min_share=settings.shock_min_share,
         min_roots=settings.shock_min_roots,
     )
-    sink = ClickHouseSink(
+    alerts = AlertService(store, publish_alert, settings.alert_webhook_url)
+    srm = SrmCheck(store, alerts)
+    rollup = ArrangementRollup(store, settings.rollup_interval_s, MAX_BACKOFF_S, srm.due)
+    processors = for_families(
         store,
-        settings.dedup_horizon_days,
-        publish_alert=publish_alert,
-        estimators=settings.estimators,
-        rollup_interval_s=settings.rollup_interval_s,
-        shock_rule=shock_rule,
-        round_wait_s=settings.personalization_round_wait_s,
-        webhook_url=settings.alert_webhook_url,
+        alerts,
+        rollup if settings.estimators else None,
+        shock_rule,
+        settings.personalization_round_wait_s,
     )
+    sink = ClickHouseSink(RawWriter(store, settings.dedup_horizon_days), processors, MAX_BACKOFF_S)
+    autocomplete = processors[AUTOCOMPLETE.name]
+    personalization = processors[SERP.name]
+    assert isinstance(autocomplete, AutocompleteAnalytics)
+    assert isinstance(personalization, PersonalizationRounds)
 
     async def stop_rollup(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
-        await sink.rollup.close()
+        await rollup.close()
 
     app.on_before_shutdown.connect(stop_rollup)
 
-    app.timer(SRM_EVERY_S, name="srm_check")(guarded(sink.check_srm))
+    app.timer(CHECK_EVERY_S, name="srm_check")(guarded(srm.check_srm))
     app.timer(settings.identification_check_s, name="identification_check")(
-        guarded(sink.check_identification)
+        guarded(IdentificationCheck(store, alerts).check_identification)
     )
-    app.timer(SRM_EVERY_S, name="autocomplete_retry")(guarded(sink.autocomplete.retry_pending))
-    app.timer(2.0, name="personalization_rounds")(guarded(sink.personalization.expire_waiting))
+    app.timer(CHECK_EVERY_S, name="autocomplete_retry")(guarded(autocomplete.retry_pending))
+    app.timer(PERSONALIZATION_EVERY_S, name="personalization_rounds")(guarded(personalization.expire_waiting))
 
-    @app.timer(SRM_EVERY_S, name="consumer_lag")
+    @app.timer(LAG_EVERY_S, name="consumer_lag")
     @guarded
     async def measure_lag() -> None:
         """Lag per assigned partition from the fetch responses' high watermark (no extra

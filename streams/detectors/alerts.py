@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
 import orjson
+from prometheus_client import Counter
+
+from core.store import Store
+from schemas.sql import quote
+from streams.sinks.webhook import post_alert
+
+log = logging.getLogger(__name__)
+ALERTS = Counter("auditstream_alerts_raised_total", "Alerts raised by stream detectors", ["kind"])
 
 ALERT_NAMESPACE = uuid.UUID("6f1c2d4e-8a9b-4c3d-9e0f-1a2b3c4d5e6f")
 
@@ -33,3 +44,34 @@ def alert_record(
         "summary": summary,
         "details": orjson.dumps(details).decode(),
     }
+
+
+class AlertService:
+    """Raises each alert once: stored in ``alerts``, published on the alerts topic and,
+    if configured, posted to a webhook. Every detector and processor is given this one."""
+
+    def __init__(
+        self,
+        store: Store,
+        publish: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+        webhook_url: str = "",
+    ) -> None:
+        self.store = store
+        self.publish = publish
+        self.webhook_url = webhook_url
+        self._lock = asyncio.Lock()
+
+    async def raise_once(self, alert: dict[str, Any]) -> None:
+        async with self._lock:  # detectors run concurrently: check and insert as one step
+            known = await self.store.query(
+                f"SELECT count() FROM alerts WHERE alert_id = {quote(alert['alert_id'])}"
+            )
+            if known.rows and int(known.rows[0][0]) > 0:
+                return
+            log.warning("alert: %s", alert["summary"])
+            await self.store.insert_json_rows("alerts", orjson.dumps(alert))
+            ALERTS.labels(alert["kind"]).inc()
+            if self.publish is not None:
+                await self.publish(alert)
+            if self.webhook_url:
+                await post_alert(self.webhook_url, alert)

@@ -9,11 +9,15 @@ is reported once an hour, not on every check.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from streams.detectors.alerts import alert_record
+from core.store import Store, StoreError, StoreUnavailable
+from streams.detectors.alerts import AlertService, alert_record
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -72,3 +76,23 @@ def window_sql(rule: IdentificationRule) -> str:
         f"FROM extension_events WHERE received_at >= now() - INTERVAL {b} HOUR - INTERVAL {w} MINUTE "
         "GROUP BY engine"
     )
+
+
+@dataclass
+class IdentificationCheck:
+    """Timer: an alert for each engine whose identification just collapsed."""
+
+    store: Store
+    alerts: AlertService
+    rule: IdentificationRule = field(default_factory=IdentificationRule)
+
+    async def check_identification(self) -> None:
+        try:
+            result = await self.store.query(window_sql(self.rule))
+            for engine, bad, total, base_bad, base_total in result.rows:
+                recent, baseline = (int(bad), int(total)), (int(base_bad), int(base_total))
+                if is_spike(recent, baseline, self.rule):
+                    alert = identification_alert(engine, recent, baseline, self.rule, datetime.now(UTC))
+                    await self.alerts.raise_once(alert)
+        except (StoreError, StoreUnavailable):
+            log.warning("identification check failed; retrying on the next tick", exc_info=True)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from analytics.stats.srm import srm_test
-from streams.detectors.alerts import alert_record
+from core.store import Store, StoreError, StoreUnavailable
+from schemas.sql import quote
+from streams.detectors.alerts import AlertService, alert_record
+
+log = logging.getLogger(__name__)
 
 
 def srm_alert(
@@ -41,3 +46,50 @@ def srm_alert(
         },
         now,
     )
+
+
+class SrmCheck:
+    """Re-tests the allocation of every experiment touched since the last check.
+
+    Runs on a timer (streams.app), not per batch, so a burst of batches costs one check
+    and the last batch of a burst is always checked. ``due`` is told which experiments the
+    per-install statistics just covered.
+    """
+
+    def __init__(self, store: Store, alerts: AlertService) -> None:
+        self.store = store
+        self.alerts = alerts
+        self.pending: set[str] = set()
+
+    def due(self, experiments: set[str]) -> None:
+        self.pending.update(experiments)
+
+    async def check_srm(self) -> None:
+        due, self.pending = sorted(self.pending), set()
+        if not due:
+            return
+        try:
+            await self._check(due)
+        except (StoreError, StoreUnavailable):
+            self.pending.update(due)  # try again on the next tick
+            log.warning("SRM check failed; retrying on the next tick", exc_info=True)
+
+    async def _check(self, due: list[str]) -> None:
+        listed = ", ".join(quote(e) for e in due)
+        configs = await self.store.query(
+            f"SELECT experiment_id, arms, burn_in_days FROM experiments "
+            f"WHERE experiment_id IN ({listed}) AND status = 'running'"
+        )
+        for experiment_id, arms, burn_in in configs.rows:
+            units = await self.store.query(
+                "SELECT engine, arm, sum(units) FROM arrangement_install_day "
+                f"WHERE experiment_id = {quote(experiment_id)} AND identified = 1 "
+                f"AND install_age_days >= {int(burn_in)} GROUP BY engine, arm"
+            )
+            by_engine: dict[str, dict[str, int]] = {}
+            for engine, arm, n in units.rows:
+                by_engine.setdefault(engine, {})[arm] = int(n)
+            for engine, counts in by_engine.items():
+                alert = srm_alert(experiment_id, engine, counts, arms, datetime.now(UTC))
+                if alert is not None:
+                    await self.alerts.raise_once(alert)

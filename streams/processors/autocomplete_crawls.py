@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -117,6 +117,12 @@ class AutocompleteAnalytics:
         self.ticks = 0
         self.lock = asyncio.Lock()
         """One analysis at a time: the timer's and a batch's would otherwise both judge a round."""
+
+    async def after_store(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """A stored batch of autocomplete events: analyse the crawls it completed."""
+        completed = [e for e in events if e.get("type") == "crawl_completed"]
+        if completed:
+            await self.crawls_completed(completed)
 
     async def crawls_completed(self, markers: Iterable[Mapping[str, Any]]) -> None:
         """Analyse the crawls these ``crawl_completed`` events finished (raises on store errors,

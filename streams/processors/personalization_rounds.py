@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,6 +58,10 @@ class PersonalizationRounds:
     def __init__(self, store: Store, wait_s: float = 600.0) -> None:
         self.store = store
         self.wait_s = wait_s
+
+    async def after_store(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """A stored batch of snapshots: recompute the rounds they belong to."""
+        await self.snapshots_stored(events)
 
     async def snapshots_stored(self, events: Iterable[Mapping[str, Any]]) -> None:
         """Recompute the rounds these snapshots belong to (raises on store errors, so the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +48,7 @@ def decode_batch(values: Iterable[bytes], required: Sequence[str] = ()) -> Decod
     return out
 
 
-def slice_keys(events: Iterable[dict[str, Any]], seconds: int) -> set[tuple[str, str, int]]:
+def slice_keys(events: Iterable[Mapping[str, Any]], seconds: int) -> set[tuple[str, str, int]]:
     """(experiment_id, engine, slice start as unix seconds) for every extension event."""
     keys = set()
     for e in events:
