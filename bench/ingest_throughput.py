@@ -20,12 +20,12 @@ import aiohttp
 import orjson
 from aiokafka import AIOKafkaProducer
 
-from supervisor.children import wait_http
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from ingest.api_keys import KeyFile
 from schemas.topics import all_topics
 from schemas.wire import format_received_at
 from supervisor.broker import TansuBroker, free_port
+from supervisor.children import wait_http
 
 
 async def raw_send_rate(bootstrap: str, events: list[dict], topic: str) -> float:

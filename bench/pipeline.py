@@ -22,7 +22,6 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from supervisor.children import wait_http
 from bench.common import MemorySampler, append_result, percentile
 from bench.ingest_throughput import ingest_rate, raw_send_rate
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
@@ -31,6 +30,7 @@ from schemas.migrate import migrate
 from schemas.topics import all_topics
 from schemas.wire import format_received_at
 from supervisor.broker import TansuBroker, free_port
+from supervisor.children import wait_http
 
 KEY = "bench-key-0123456789"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -208,15 +209,68 @@ def flatten(table: list[ArmRow]) -> list[dict[str, Any]]:
 
 
 def element_share_rows(result_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Shares of clicks per element type for each arm."""
+    """Shares of clicks per element type for each arm, with the arm's clicks."""
     out = []
     for row in result_rows:
         counts = {k: float(v) for k, v in row.items() if k != "arm"}
         shares = element_shares(counts)
-        out.append({"arm": row["arm"], **{k: round(v, 4) for k, v in shares.items()}})
+        out.append(
+            {
+                "arm": row["arm"],
+                **{k: round(v, 4) for k, v in shares.items()},
+                "clicks": int(sum(counts.values())),
+            }
+        )
     return out
 
 
 def pp_lower_bound(table: list[ArmRow]) -> float:
     """max over arms of |delta_1| (point estimates)."""
     return performative_power_lower_bound({r.arm: r.delta[0].value for r in table if r.delta})
+
+
+BOX_BASELINE = "hide_ads_box"
+"""Figure 5: in the pages with a shopping box, gaps are taken against the arm that hides it."""
+BOX_RANKS = 3
+
+
+def report_statements(query: ReportQuery) -> dict[str, str]:
+    """Every statement an experiment report reads, by name: the per-install counts of the
+    query's subset and of the box subset (Figure 5), element shares and the drops."""
+    return {
+        "per_install": query.per_install_sql(),
+        "box_per_install": replace(query, subset="box").per_install_sql(),
+        "shares": query.element_shares_sql(),
+        "drops": query.drops_sql(),
+    }
+
+
+@dataclass(frozen=True)
+class ExperimentReport:
+    """Figure 3 (CTR per position and arm, gaps and distortions against ``baseline``), the
+    box subset against ``BOX_BASELINE``, click shares per element type and the drops."""
+
+    baseline: str
+    figure3: list[ArmRow]
+    box: list[ArmRow]
+    shares: list[dict[str, Any]]
+    drops: list[dict[str, Any]]
+
+    @property
+    def performative_power_lower_bound(self) -> float:
+        return pp_lower_bound(self.figure3)
+
+
+def experiment_report(
+    results: Mapping[str, list[dict[str, Any]]], ranks: int, seed: int = 0, baseline: str = "control"
+) -> ExperimentReport:
+    """The report from the rows of ``report_statements``: the one function behind both
+    ``auditstream report experiment`` and the live board."""
+    per_install, box = results["per_install"], results["box_per_install"]
+    return ExperimentReport(
+        baseline=baseline,
+        figure3=table_from_rows(per_install, ranks, seed, baseline) if per_install else [],
+        box=table_from_rows(box, BOX_RANKS, seed, BOX_BASELINE) if box else [],
+        shares=element_share_rows(results["shares"]),
+        drops=list(results["drops"]),
+    )

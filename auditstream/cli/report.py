@@ -109,12 +109,12 @@ def experiment(
 ) -> None:
     """CTR per position and arm, gap and distortion against control, 95% clustered-bootstrap CIs."""
     from analytics.reports.experiment import (
+        BOX_BASELINE,
         ReportQuery,
-        element_share_rows,
+        experiment_report,
         flatten,
         parse_moment,
-        pp_lower_bound,
-        table_from_rows,
+        report_statements,
     )
 
     try:
@@ -128,28 +128,24 @@ def experiment(
             parse_moment(until) if until else None,
             unit_mode,
         )
-        per_install_sql, drops_sql = query.per_install_sql(), query.drops_sql()
+        statements = report_statements(query)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
-    result = run_sql(url, api_key, per_install_sql)
-    rows = as_dicts(result)
-    if not rows:
+    results = {name: as_dicts(run_sql(url, api_key, sql)) for name, sql in statements.items()}
+    if not results["per_install"]:
         raise fail(f"no units for {experiment_id} on {engine} after preprocessing", 1)
-    table = table_from_rows(rows, ranks, seed, baseline)
-    drops = run_sql(url, api_key, drops_sql)
-    shares_result = run_sql(url, api_key, query.element_shares_sql())
-    shares = element_share_rows(as_dicts(shares_result))
-    pp = pp_lower_bound(table)
+    report = experiment_report(results, ranks, seed, baseline)
+    table, shares, pp = report.figure3, report.shares, report.performative_power_lower_bound
     if format in ("json", "csv"):
         records = flatten(table)
         if format == "json":
-            drop_rows = as_dicts(drops)
             doc = {
                 "baseline": baseline,
                 "arms": records,
+                "box_subset": {"baseline": BOX_BASELINE, "arms": flatten(report.box)},
                 "element_shares": shares,
                 "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
-                "preprocessing": drop_rows,
+                "preprocessing": report.drops,
             }
             emit_json(doc)
         else:
@@ -193,7 +189,12 @@ def experiment(
         "table",
         title="share of clicks by element type",
     )
-    print_result(drops, "table", title="preprocessing: units kept and dropped")
+    drop_columns = list(report.drops[0]) if report.drops else []
+    print_result(
+        {"columns": drop_columns, "rows": [[d[c] for c in drop_columns] for d in report.drops]},
+        "table",
+        title="preprocessing: units kept and dropped",
+    )
 
 
 @app.command()

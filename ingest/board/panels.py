@@ -1,8 +1,8 @@
 """The board's data as pure functions over query rows (lists of dicts); no I/O here.
 
-Each function returns the JSON one panel draws. The Figure-3 numbers come from the
-same functions as ``auditstream report experiment`` (``table_from_rows``, the
-element shares, the drops), with the same seed, so they agree to the last digit.
+Each function returns the JSON one panel draws. The experiment panels are drawn
+from ``analytics.reports.experiment.experiment_report``, the same function behind
+``auditstream report experiment``, with the same seed, so they agree to the last digit.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from typing import Any
 
 import orjson
 
-from analytics.reports.experiment import element_share_rows, pp_lower_bound, table_from_rows
+from analytics.reports.experiment import BOX_BASELINE, element_share_rows, pp_lower_bound, table_from_rows
 from analytics.stats.arrangement_table import ArmRow
 from analytics.stats.srm import SRM_ALPHA, srm_test
 
 Row = Mapping[str, Any]
-BOX_BASELINE = "hide_ads_box"
-"""The box-subset comparison (the paper's Figure 5) takes gaps against the arm hiding ads and box."""
+__all__ = ["BOX_BASELINE"]  # the box-subset comparison (Figure 5): gaps against the arm hiding ads and box
 
 
 def _clean(x: float) -> float | None:
@@ -104,6 +103,11 @@ def arm_json(row: ArmRow) -> dict[str, Any]:
 def figure3_panel(per_install: list[dict[str, Any]], ranks: int, seed: int, baseline: str) -> dict[str, Any]:
     """CTR per position and arm with 95% clustered-bootstrap CIs, and gaps against ``baseline``."""
     table = table_from_rows(per_install, ranks, seed, baseline) if per_install else []
+    return figure3_json(table, ranks, baseline)
+
+
+def figure3_json(table: list[ArmRow], ranks: int, baseline: str) -> dict[str, Any]:
+    """A Figure-3 table (``analytics.reports.experiment``) as the board's panel."""
     pp = pp_lower_bound(table) if baseline == "control" else math.nan
     return {
         "baseline": baseline,
@@ -116,11 +120,11 @@ def figure3_panel(per_install: list[dict[str, Any]], ranks: int, seed: int, base
 
 def shares_panel(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Share of clicks per element type for each arm, with the total clicks."""
-    totals = {r["arm"]: int(sum(float(v) for k, v in r.items() if k != "arm")) for r in rows}
-    return [
-        {**{k: (_clean(v) if isinstance(v, float) else v) for k, v in s.items()}, "clicks": totals[s["arm"]]}
-        for s in element_share_rows(rows)
-    ]
+    return shares_json(element_share_rows(rows))
+
+
+def shares_json(shares: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: (_clean(v) if isinstance(v, float) else v) for k, v in s.items()} for s in shares]
 
 
 def drops_panel(rows: Iterable[Row]) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ personalization report, so the board shows the numbers the reports print.
 from __future__ import annotations
 
 from analytics.reports.autocomplete import AutocompleteQuery
-from analytics.reports.experiment import ReportQuery
+from analytics.reports.experiment import ReportQuery, report_statements
 from analytics.reports.personalization import sections
 from schemas.sql import quote
 
@@ -47,22 +47,9 @@ def registry_sql(experiment_id: str) -> str:
 
 
 def experiment_sql(query: ReportQuery) -> dict[str, str]:
-    """Every statement of the experiment panels, by name."""
-    box = ReportQuery(
-        query.experiment_id,
-        query.engine,
-        query.burn_in_days,
-        query.identified_only,
-        "box",
-        query.since,
-        query.until,
-        query.unit_mode,
-    )
+    """Every statement of the experiment panels, by name: the report's and the SRM alerts."""
     return {
-        "per_install": query.per_install_sql(),
-        "box_per_install": box.per_install_sql(),
-        "shares": query.element_shares_sql(),
-        "drops": query.drops_sql(),
+        **report_statements(query),
         "srm_alerts": (
             f"SELECT {ALERT_COLUMNS}, details FROM alerts FINAL WHERE kind = 'srm' "
             f"AND subject = {quote(query.experiment_id + '/' + query.engine)} ORDER BY created_at DESC"

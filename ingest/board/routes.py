@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from analytics.reports.experiment import ReportQuery
+from analytics.reports.experiment import BOX_BASELINE, BOX_RANKS, ReportQuery, experiment_report
 from ingest.board import panels, queries
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_query
@@ -44,7 +44,6 @@ SEED = 0
 """The bootstrap seed of ``auditstream report experiment`` (its default), so the numbers agree."""
 CACHE_TTL_S = 2.0
 FIGURE3_RANKS = 6
-BOX_RANKS = 3
 
 
 @dataclass
@@ -176,13 +175,10 @@ async def experiment(request: web.Request) -> web.Response:
             unit_mode=str(config["unit_mode"] or "click") if config else "click",
         )
         got = await _named(request, queries.experiment_sql(query))
-        figure3, box = await asyncio.to_thread(
-            lambda: (
-                panels.figure3_panel(got["per_install"], ranks, SEED, "control"),
-                panels.figure3_panel(got["box_per_install"], BOX_RANKS, SEED, panels.BOX_BASELINE),
-            )
-        )
-        drops = panels.drops_panel(got["drops"])
+        report = await asyncio.to_thread(experiment_report, got, ranks, SEED, "control")
+        figure3 = panels.figure3_json(report.figure3, ranks, "control")
+        box = panels.figure3_json(report.box, BOX_RANKS, BOX_BASELINE)
+        drops = panels.drops_panel(report.drops)
         allocation = {str(a): float(w) for a, w in config["arms"].items()} if config else None
         return {
             "experiment_id": experiment_id,
@@ -192,7 +188,7 @@ async def experiment(request: web.Request) -> web.Response:
             "seed": SEED,
             "registry_status": config["status"] if config else None,
             "figure3": figure3,
-            "element_shares": panels.shares_panel(got["shares"]),
+            "element_shares": panels.shares_json(report.shares),
             "box_subset": box,
             "drops": drops,
             "srm": panels.srm_panel(drops, allocation, got["srm_alerts"]),
