@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -42,32 +40,6 @@ def result_console() -> Console:
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console = Console(width=400)
     return console
-
-
-_FORCED_EXIT: list[threading.Timer] = []
-
-
-def exit_soon_after_interrupt(message: str, grace_s: float = 10.0) -> None:
-    """After Ctrl-C, make sure the process ends within ``grace_s`` seconds.
-
-    A crawl's state is journaled (and fsynced) record by record, so once it is
-    cancelled nothing is left to save. Closing down can still wait on a worker thread
-    held in I/O (``asyncio.run`` joins its executor, the interpreter joins non-daemon
-    threads at exit); a daemon timer then prints ``message`` and exits with 130
-    regardless. Armed once per process.
-    """
-    if _FORCED_EXIT:
-        return
-
-    def force() -> None:
-        console.print(message)
-        sys.stderr.flush()
-        os._exit(130)
-
-    timer = threading.Timer(grace_s, force)
-    timer.daemon = True
-    timer.start()
-    _FORCED_EXIT.append(timer)
 
 
 def setup_logging(level: str = "INFO") -> None:

@@ -26,7 +26,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from auditstream.cli.common import DataDir, console, exit_soon_after_interrupt, fail, load_settings
+from auditstream.cli.common import DataDir, console, fail, load_settings
 from collectors.common.metrics import serve as serve_metrics
 
 if TYPE_CHECKING:
@@ -361,21 +361,14 @@ def autocomplete(
                     await run(store.create(params))
 
                 await run_on_schedule(times, job, notify=lambda m: console.print(m))
-        except asyncio.CancelledError:  # Ctrl-C: the journal already holds the state
-            exit_soon_after_interrupt(interrupted())
-            raise
         finally:
             await sink.aclose()
-
-    def interrupted() -> str:
-        where = f": resume with --resume {current['id']}" if current["id"] else ""
-        return f"[yellow]interrupted; state saved{where}"
 
     try:
         asyncio.run(main())
     except KeyboardInterrupt:
-        exit_soon_after_interrupt(interrupted())
-        console.print(interrupted())
+        where = f": resume with --resume {current['id']}" if current["id"] else ""
+        console.print(f"[yellow]interrupted; state saved{where}")
         raise typer.Exit(130) from None
     except CrawlError as exc:
         raise fail(str(exc)) from None
@@ -650,18 +643,13 @@ def serp(
                     f"{len(s.missed)} missed" + (" (finished)" if s.finished else "")
                 ),
             )
-        except asyncio.CancelledError:  # Ctrl-C: the journal already holds the state
-            exit_soon_after_interrupt(interrupted)
-            raise
         finally:
             await sink.aclose()
 
-    interrupted = f"[yellow]interrupted; state saved: run the same command to resume study {spec.id}"
     try:
         summary = asyncio.run(main())
     except KeyboardInterrupt:
-        exit_soon_after_interrupt(interrupted)
-        console.print(interrupted)
+        console.print(f"[yellow]interrupted; state saved: run the same command to resume study {spec.id}")
         raise typer.Exit(130) from None
     except CrawlError as exc:
         raise fail(escape(str(exc))) from None
