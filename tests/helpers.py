@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -10,7 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -178,6 +179,20 @@ def start_up(
 
     wait_for(ready, 90, "auditstream up to be ready")
     return svc
+
+
+UNLIMITED = {"AUDITSTREAM_RATE_LIMIT_RPS": "100000", "AUDITSTREAM_RATE_LIMIT_BURST": "100000"}
+"""Rate limits no test load reaches."""
+
+
+@contextlib.contextmanager
+def own_service(data_dir: Path, api_key: str, env: dict[str, str] | None = None) -> Iterator[Service]:
+    """A service of the test's own (no other test's events or detectors mixed in), stopped cleanly."""
+    svc = start_up(data_dir, free_port(), api_key, env={**UNLIMITED, **(env or {})})
+    try:
+        yield svc
+    finally:
+        assert stop_up(svc) == 0
 
 
 def stop_up(svc: Service) -> int:

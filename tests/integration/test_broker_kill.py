@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from tests.helpers import Service, free_port, start_up, stop_up, wait_for
+from tests.helpers import Service, own_service, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -30,15 +30,9 @@ KEY = "broker-kill-key-0123456789"
 
 
 @pytest.fixture
-def own_service(tmp_path: Path) -> Iterator[Service]:
-    svc = start_up(
-        tmp_path / "data",
-        free_port(),
-        KEY,
-        env={"AUDITSTREAM_RATE_LIMIT_RPS": "100000", "AUDITSTREAM_RATE_LIMIT_BURST": "100000"},
-    )
-    yield svc
-    assert stop_up(svc) == 0
+def service_of_its_own(tmp_path: Path) -> Iterator[Service]:
+    with own_service(tmp_path / "data", KEY) as svc:
+        yield svc
 
 
 async def post_all(svc: Service, batches: list[list[dict]], on_accepted: object) -> set[str]:
@@ -72,8 +66,8 @@ async def post_all(svc: Service, batches: list[list[dict]], on_accepted: object)
     return accepted
 
 
-def test_broker_sigkill_loses_no_accepted_event(own_service: Service) -> None:
-    svc = own_service
+def test_broker_sigkill_loses_no_accepted_event(service_of_its_own: Service) -> None:
+    svc = service_of_its_own
     experiment = f"kill-{uuid.uuid4().hex[:8]}"
     traffic = ExtensionTraffic(TrafficConfig(experiment_id=experiment, seed=9, installs=2000))
     batches = list(traffic.batches(BATCH, TOTAL))

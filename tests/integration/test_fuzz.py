@@ -22,7 +22,6 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -33,7 +32,7 @@ from hypothesis import strategies as st
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from schemas.event_types import FAMILY_BY_TYPE
-from tests.helpers import Service, free_port, start_up, stop_up, wait_for
+from tests.helpers import Service, own_service, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -179,15 +178,8 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, str], bytes]:
 
 @pytest.fixture(scope="module")
 def fuzz_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    root: Path = tmp_path_factory.mktemp("fuzz")
-    svc = start_up(
-        root / "data",
-        free_port(),
-        KEY,
-        env={"AUDITSTREAM_RATE_LIMIT_RPS": "100000", "AUDITSTREAM_RATE_LIMIT_BURST": "100000"},
-    )
-    yield svc
-    assert stop_up(svc) == 0
+    with own_service(tmp_path_factory.mktemp("fuzz") / "data", KEY) as svc:
+        yield svc
 
 
 class Tally:

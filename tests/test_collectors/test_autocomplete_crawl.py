@@ -621,8 +621,14 @@ def test_scheduled_rounds_get_their_own_crawl_ids(
 def test_ctrl_c_saves_state_and_says_how_to_resume(tmp_path: Path, server: FakeSuggestServer) -> None:
     server.hold_from = 3
     args = [*cli_args(tmp_path, server.base_url, ["alpha"]), "--concurrency", "1", "--crawl-id", "ac-int"]
+    # Ctrl-C as a terminal user has it: SIGINT at its default. A suite started as a background
+    # job of a non-interactive shell (`cmd &`) runs with SIGINT ignored, and a child inherits
+    # that, so without this the crawler would (rightly) ignore the signal and the test hang.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "auditstream", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [sys.executable, "-m", "auditstream", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         wait_for(lambda: len(journaled_queries(tmp_path / "state", "ac-int")) >= 2, 60, "2 journaled nodes")
