@@ -92,7 +92,9 @@ class EventProducer:
         self.replayed = 0
         """Records sent again after broker outages (since start)."""
         self._outage = False
-        self._replaying: asyncio.Task[None] | None = None
+        self._replaying: asyncio.Future[None] | None = None
+        self._acked: dict[tuple[object, object], int] = {}
+        """The highest offset acknowledged per (topic, partition)."""
         self.timeout_s = timeout_s
         self.probe_every_s = probe_every_s
         self._producer: AIOKafkaProducer | None = None
@@ -197,6 +199,31 @@ class EventProducer:
             log.warning("Kafka send failed; answering 503 until the probe succeeds: %r", exc)
             raise BrokerUnavailable(self.last_error) from exc
 
+    def _check_offset(self, future: asyncio.Future[object]) -> None:
+        """A partition's log never shrinks; if an acknowledged offset is below one seen before,
+        the broker restarted empty (tansu keeps everything in memory) and lost what it held,
+        however quickly it came back: send the retained records again."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        meta = future.result()
+        topic, partition, offset = (getattr(meta, k, None) for k in ("topic", "partition", "offset"))
+        if not isinstance(offset, int):
+            return
+        last = self._acked.get((topic, partition))
+        if last is not None and offset < last:
+            log.warning(
+                "%s[%s] went back from offset %d to %d: the broker lost its log",
+                topic,
+                partition,
+                last,
+                offset,
+            )
+            self._acked = {(topic, partition): offset}
+            if self._replaying is None or self._replaying.done():
+                self._replaying = asyncio.ensure_future(self._replay())
+            return
+        self._acked[(topic, partition)] = offset if last is None else max(last, offset)
+
     async def _replay(self) -> None:
         """Send every retained record again, after an outage (the broker may have lost them)."""
         records = self.retained.records()
@@ -286,6 +313,8 @@ class EventProducer:
             future = await producer.send_batch(batch, topic, partition=partition)
             for owner in owners:
                 waits[owner].append(future)
+        for future in {id(f): f for fs in waits for f in fs}.values():
+            future.add_done_callback(self._check_offset)
         for (_, done), futures in zip(pending, waits, strict=True):
             task = asyncio.ensure_future(_settle(done, futures))
             self._settling.add(task)

@@ -178,6 +178,7 @@ class Supervisor:
                         )
                     if self.broker.process is not None:  # the pid file names the live broker
                         (self.settings.run_dir / "broker.pid").write_text(str(self.broker.process.pid))
+                    await self._restart_workers()
                 rss = self.broker.rss_mb()
                 now = time.monotonic()
                 if rss > self.settings.broker_memory_warn_mb and now - last_memory_note > 60:
@@ -189,6 +190,21 @@ class Supervisor:
                 (self.settings.run_dir / "broker.rss_mb").write_text(f"{rss:.1f}\n")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), 1.0)
+
+    async def _restart_workers(self) -> None:
+        """After a broker restart the workers start over on the new, empty broker.
+
+        Their consumer group, offsets and coordinator died with the old broker, and a
+        faust worker left to rejoin on its own was seen stuck for minutes on a loaded
+        machine. A fresh worker reads the new topics from the start, where ingest replays
+        what it acknowledged; unacknowledged batches of the old worker are replayed too,
+        and deduplication by event_id keeps every event once.
+        """
+        for child in self.children:
+            if child.name.startswith("worker-"):
+                console.print(f"[yellow]restarting {child.name} on the new broker")
+                await child.stop()
+                await child.start()
 
     async def stop(self) -> None:
         # Stop the load first, then intake, then what drains Kafka, then storage.
