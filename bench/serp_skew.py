@@ -14,27 +14,16 @@ with the git sha is appended to ``bench/results.jsonl``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import multiprocessing
 import tempfile
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bench.common import append_result, percentile
 from collectors.common.journal import read_journal
-from collectors.common.sinks import JsonlSink
-from collectors.serp.runner import crawl_study
 from collectors.serp.study import load_study
-from tests.fakes.serp_engine import FakeEngineScript, FakeSerpEngine
-
-PROFILES = (
-    ("control", "control", ""),
-    ("twin", "control_twin", ""),
-    ("login-a", "treatment", "logged_in"),
-    ("login-b", "treatment", "logged_in"),
-    ("boston", "treatment", "location=Boston"),
-)
+from tests.fakes.serp_engine import FakeSerpEngine
+from tests.fakes.serp_study import PROFILES_5, crawl, script_for, study_file
 
 
 def _burn() -> None:  # pragma: no cover - runs in a child process until terminated
@@ -42,46 +31,20 @@ def _burn() -> None:  # pragma: no cover - runs in a child process until termina
         pass
 
 
-def _study_text(study_id: str, rounds: int, spacing_ms: int, start: datetime) -> str:
-    people = "".join(
-        f'\n[[profiles]]\nid = "{i}"\nrole = "{r}"\n'
-        + (f'treatment = "{t}"\n' if t else "")
-        + 'user_agent = "Mozilla/5.0 (X11; Linux x86_64) auditstream-bench"\nlanguage = "en-US"\n'
-        for i, r, t in PROFILES
-    )
-    return (
-        f'[study]\nid = "{study_id}"\nengine = "google"\nspacing = "{spacing_ms}ms"\nrounds = {rounds}\n'
-        f"start = {start.isoformat().replace('+00:00', 'Z')}\n"
-        '\n[[queries]]\ntext = "coffee"\n\n[[queries]]\ntext = "pizza boston"\n' + people
-    )
-
-
 def run_study(directory: Path, study_id: str, rounds: int, spacing_ms: int) -> dict[str, Any]:
     """One study against a fresh fake engine; its round records' timing figures."""
-    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
-    path = directory / f"{study_id}.toml"
-    path.write_text(_study_text(study_id, rounds, spacing_ms, start))
+    path, start = study_file(
+        directory,
+        study_id=study_id,
+        rounds=rounds,
+        spacing=f'"{spacing_ms}ms"',
+        max_start_delay=f"{spacing_ms // 10}ms",  # the study default: 10% of the spacing
+        profiles=PROFILES_5,
+    )
     study = load_study(path)
     with FakeSerpEngine() as engine:
-        engine.script = FakeEngineScript(
-            treatments={p.id: p.treatment for p in study.profiles},
-            grid=(start.timestamp(), study.study.spacing),
-        )
-
-        async def go() -> None:
-            sink = JsonlSink(directory / f"{study_id}.jsonl")
-            try:
-                await crawl_study(
-                    study,
-                    state_dir=directory / "state",
-                    archive_dir=directory / "archive",
-                    sink=sink,
-                    endpoint=engine.base_url,
-                )
-            finally:
-                await sink.aclose()
-
-        asyncio.run(go())
+        engine.script = script_for(study, start)
+        crawl(study, engine, directory, out=f"{study_id}.jsonl")
     records = read_journal(directory / "state" / study_id / "journal.jsonl")
     done = [r for r in records if r["kind"] == "round"]
     skews = [r["skew_ms"] for r in done]

@@ -7,9 +7,13 @@ Every field can be set with an ``AUDITSTREAM_<FIELD>`` environment variable
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from core.store.base import QueryLimits
 
 
 class Settings(BaseSettings):
@@ -109,6 +113,18 @@ class Settings(BaseSettings):
     @property
     def resolved_keys_file(self) -> Path:
         return self.keys_file or self.data_dir / "keys.json"
+
+    @property
+    def sql_limits(self) -> QueryLimits:
+        """The limits of an analyst's query (``/v1/sql``)."""
+        from core.store.base import QueryLimits  # core.store's factory imports these settings
+
+        return QueryLimits(
+            self.sql_max_execution_time_s,
+            self.sql_max_memory_usage,
+            self.sql_max_result_rows,
+            self.sql_max_rows_to_read,
+        )
 
     @property
     def chdb_path(self) -> Path:

@@ -13,7 +13,6 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 from pydantic import BaseModel
 
-from core.settings import Settings
 from core.store import QueryResult, StoreError, StoreUnavailable
 from core.store.base import QueryLimits
 from ingest.api_keys import ApiKey
@@ -135,15 +134,6 @@ def store_unavailable(request: web.Request, exc: StoreUnavailable) -> web.HTTPEx
     )
 
 
-def sql_limits(config: Settings) -> QueryLimits:
-    return QueryLimits(
-        config.sql_max_execution_time_s,
-        config.sql_max_memory_usage,
-        config.sql_max_result_rows,
-        config.sql_max_rows_to_read,
-    )
-
-
 async def read_query(
     request: web.Request, sql: str, failed_status: int = 400, limits: QueryLimits | None = None
 ) -> QueryResult:
@@ -169,7 +159,7 @@ async def post_sql(request: web.Request) -> web.Response:
         text = guard_analyst_sql(sql)
     except ReadOnlyViolation as exc:
         raise problem(400, "not_read_only", str(exc)) from None
-    result = await read_query(request, text, limits=sql_limits(request.app[CONFIG]))
+    result = await read_query(request, text, limits=request.app[CONFIG].sql_limits)
     return json_response(result.to_json())
 
 

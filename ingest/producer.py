@@ -92,7 +92,7 @@ class EventProducer:
         self.replayed = 0
         """Records sent again after broker outages (since start)."""
         self._outage = False
-        self._replaying: asyncio.Future[None] | None = None
+        self._replaying: asyncio.Task[None] | None = None
         self._acked: dict[tuple[object, object], int] = {}
         """The highest offset acknowledged per (topic, partition)."""
         self.timeout_s = timeout_s
@@ -154,9 +154,9 @@ class EventProducer:
             self._healthy = bool(ok.brokers())
             if self._healthy:
                 self.last_error = ""
-                if self._outage and (self._replaying is None or self._replaying.done()):
+                if self._outage:
                     self._outage = False
-                    self._replaying = asyncio.create_task(self._replay(), name="kafka-replay")
+                    self._start_replay()
         except (KafkaError, OSError, TimeoutError) as exc:
             if self._healthy:
                 log.warning("Kafka at %s stopped answering: %r", self.bootstrap, exc)
@@ -219,10 +219,13 @@ class EventProducer:
                 offset,
             )
             self._acked = {(topic, partition): offset}
-            if self._replaying is None or self._replaying.done():
-                self._replaying = asyncio.ensure_future(self._replay())
+            self._start_replay()
             return
         self._acked[(topic, partition)] = offset if last is None else max(last, offset)
+
+    def _start_replay(self) -> None:
+        if self._replaying is None or self._replaying.done():
+            self._replaying = asyncio.create_task(self._replay(), name="kafka-replay")
 
     async def _replay(self) -> None:
         """Send every retained record again, after an outage (the broker may have lost them)."""

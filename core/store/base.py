@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from core.errors import AuditstreamError
@@ -38,7 +38,7 @@ class QueryLimits:
         return ", ".join(f"{k} = {v}" for k, v in self.settings().items())
 
     def to_params(self) -> dict[str, str]:
-        return {k: str(v) for k, v in vars(self).items()}
+        return {f.name: str(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
     def from_params(cls, params: Any) -> QueryLimits | None:

@@ -13,12 +13,11 @@ from typing import Any
 
 import orjson
 
-from analytics.reports.experiment import BOX_BASELINE, element_share_rows, pp_lower_bound, table_from_rows
+from analytics.reports.experiment import pp_lower_bound
 from analytics.stats.arrangement_table import ArmRow
 from analytics.stats.srm import SRM_ALPHA, srm_test
 
 Row = Mapping[str, Any]
-__all__ = ["BOX_BASELINE"]  # the box-subset comparison (Figure 5): gaps against the arm hiding ads and box
 
 
 def _clean(x: float) -> float | None:
@@ -100,12 +99,6 @@ def arm_json(row: ArmRow) -> dict[str, Any]:
     }
 
 
-def figure3_panel(per_install: list[dict[str, Any]], ranks: int, seed: int, baseline: str) -> dict[str, Any]:
-    """CTR per position and arm with 95% clustered-bootstrap CIs, and gaps against ``baseline``."""
-    table = table_from_rows(per_install, ranks, seed, baseline) if per_install else []
-    return figure3_json(table, ranks, baseline)
-
-
 def figure3_json(table: list[ArmRow], ranks: int, baseline: str) -> dict[str, Any]:
     """A Figure-3 table (``analytics.reports.experiment``) as the board's panel."""
     pp = pp_lower_bound(table) if baseline == "control" else math.nan
@@ -116,11 +109,6 @@ def figure3_json(table: list[ArmRow], ranks: int, baseline: str) -> dict[str, An
         "arms": [arm_json(r) for r in table],
         "performative_power_lower_bound": _clean(pp),
     }
-
-
-def shares_panel(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Share of clicks per element type for each arm, with the total clicks."""
-    return shares_json(element_share_rows(rows))
 
 
 def shares_json(shares: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -25,18 +25,12 @@ from auditstream.cli import app
 from collectors.common.journal import read_journal
 from collectors.serp.study import load_study
 from tests.fakes.serp_engine import FakeEngineScript, FakeSerpEngine
+from tests.fakes.serp_study import PROFILES_5 as PROFILES
+from tests.fakes.serp_study import study_file
 from tests.helpers import Service, wait_for
-from tests.test_collectors.test_serp_crawl import study_file
 
 pytestmark = pytest.mark.integration
 STUDY, ROUNDS = "pers-crawl", 300
-PROFILES = (
-    ("control", "control", ""),
-    ("twin", "control_twin", ""),
-    ("login-a", "treatment", "logged_in"),
-    ("login-b", "treatment", "logged_in"),
-    ("boston", "treatment", "location=Boston"),
-)
 
 
 def test_crawler_measures_planted_personalization(tmp_path: Path, service: Service) -> None:

@@ -26,7 +26,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,6 @@ from collectors.common.exceptions import CrawlConfigError, CrawlError, CrawlStat
 from collectors.common.journal import read_journal
 from collectors.common.sinks import JsonlSink
 from collectors.serp import parser
-from collectors.serp.crawler import StudySummary
 from collectors.serp.fetchers import BrowserFetcher
 from collectors.serp.reparse import ReparseStats, reparse_events
 from collectors.serp.rulebook import load_rules
@@ -48,75 +47,18 @@ from collectors.serp.runner import crawl_study
 from collectors.serp.state import StudyStore
 from collectors.serp.study import Study, load_study
 from schemas.event_types import AnyEvent
-from tests.fakes.serp_engine import CAPTCHA, SLOW, FakeEngineScript, FakeSerpEngine, Hit
+from tests.fakes.serp_engine import CAPTCHA, SLOW, FakeSerpEngine, Hit
+from tests.fakes.serp_study import PROFILES, PROFILES_4, UA, crawl, script_for, study_file
 from tests.helpers import read_events
 
 EVENT = TypeAdapter(AnyEvent)
-PROFILES = (("control", "control", ""), ("twin", "control_twin", ""), ("login", "treatment", "logged_in"))
-PROFILES_4 = (*PROFILES, ("boston", "treatment", "location=Boston"))
-UA = "Mozilla/5.0 (X11; Linux x86_64) auditstream-test"
 runner = CliRunner()
-
-
-def study_file(
-    tmp_path: Path,
-    *,
-    study_id: str = "lockstep",
-    rounds: int = 6,
-    lead_s: float = 1.0,
-    spacing: float = 0.5,
-    max_start_delay: str = "400ms",
-    profiles: Sequence[tuple[str, str, str]] = PROFILES_4,
-    extra: str = "",
-) -> tuple[Path, float]:
-    """A fast study starting ``lead_s`` from now; returns its path and start (Unix time)."""
-    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1 + lead_s)
-    queries = "".join(
-        f'\n[[queries]]\ntext = "{q}"\ncategory = "{c}"\n'
-        for q, c in (("coffee", "food"), ("pizza boston", "places"))
-    )
-    people = "".join(
-        f'\n[[profiles]]\nid = "{i}"\nrole = "{r}"\n'
-        + (f'treatment = "{t}"\n' if t else "")
-        + f'user_agent = "{UA}"\nlanguage = "en-US"\ncookies = {{ profile = "{i}" }}\n'
-        for i, r, t in profiles
-    )
-    text = (
-        f'[study]\nid = "{study_id}"\nengine = "google"\nspacing = {spacing}\nrounds = {rounds}\n'
-        f'start = {start.isoformat().replace("+00:00", "Z")}\nretry_backoff = "50ms"\n'
-        f'max_start_delay = "{max_start_delay}"\n{extra}\n{queries}{people}'
-    )
-    path = tmp_path / f"{study_id}.toml"
-    path.write_text(text)
-    return path, start.timestamp()
-
-
-def script_for(study: Study, start: float, **kw: Any) -> FakeEngineScript:
-    treatments = {p.id: p.treatment for p in study.profiles}
-    return FakeEngineScript(treatments=treatments, grid=(start, study.study.spacing), **kw)
 
 
 @pytest.fixture
 def engine() -> Iterator[FakeSerpEngine]:
     with FakeSerpEngine() as e:
         yield e
-
-
-def crawl(study: Study, engine: FakeSerpEngine, tmp_path: Path, out: str = "events.jsonl") -> StudySummary:
-    async def go() -> StudySummary:
-        sink = JsonlSink(tmp_path / out)
-        try:
-            return await crawl_study(
-                study,
-                state_dir=tmp_path / "state",
-                archive_dir=tmp_path / "archive",
-                sink=sink,
-                endpoint=engine.base_url,
-            )
-        finally:
-            await sink.aclose()
-
-    return asyncio.run(go())
 
 
 def arrivals_by_round(engine: FakeSerpEngine) -> dict[int, list[Hit]]:

@@ -4,11 +4,18 @@ the report functions they must agree with."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import orjson
 import pytest
 
-from analytics.reports.experiment import ReportQuery, element_share_rows, flatten, table_from_rows
+from analytics.reports.experiment import (
+    BOX_BASELINE,
+    ReportQuery,
+    element_share_rows,
+    flatten,
+    table_from_rows,
+)
 from analytics.stats.srm import srm_test
 from ingest.board import panels, queries
 from ingest.board.routes import TtlCache
@@ -75,9 +82,18 @@ def test_experiment_index_merges_data_and_registry() -> None:
     assert got[0]["registered"] is False and got[2]["units"] == 0
 
 
+def figure3_panel(rows: list[dict[str, Any]], ranks: int, seed: int, baseline: str) -> dict[str, Any]:
+    """The board's Figure-3 panel for per-install rows, as the experiment route draws it."""
+    return panels.figure3_json(table_from_rows(rows, ranks, seed, baseline) if rows else [], ranks, baseline)
+
+
+def shares_panel(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return panels.shares_json(element_share_rows(rows))
+
+
 def test_figure3_panel_has_the_reports_numbers() -> None:
     rows = per_install_rows()
-    got = panels.figure3_panel(rows, ranks=3, seed=0, baseline="control")
+    got = figure3_panel(rows, ranks=3, seed=0, baseline="control")
     report = {r["arm"]: r for r in flatten(table_from_rows(rows, 3, 0, "control"))}
     assert [a["arm"] for a in got["arms"]] == ["control", "hide_ads_box", "swap_1_2"]
     for arm in got["arms"]:
@@ -99,19 +115,19 @@ def test_figure3_panel_has_the_reports_numbers() -> None:
 
 def test_box_panel_takes_gaps_against_hide_ads_box_and_says_when_it_is_missing() -> None:
     rows = per_install_rows()
-    box = panels.figure3_panel(rows, 3, 0, panels.BOX_BASELINE)
+    box = figure3_panel(rows, 3, 0, BOX_BASELINE)
     assert box["arms"][0]["arm"] == "hide_ads_box" and box["arms"][0]["delta"] == []
     assert all(a["delta"] for a in box["arms"][1:])
     assert box["performative_power_lower_bound"] is None  # defined against control only
 
-    without = panels.figure3_panel([r for r in rows if r["arm"] != "hide_ads_box"], 3, 0, "hide_ads_box")
+    without = figure3_panel([r for r in rows if r["arm"] != "hide_ads_box"], 3, 0, "hide_ads_box")
     assert without["has_baseline"] is False and all(a["delta"] == [] for a in without["arms"])
-    assert panels.figure3_panel([], 3, 0, "control")["arms"] == []
+    assert figure3_panel([], 3, 0, "control")["arms"] == []
 
 
 def test_shares_drops_and_totals() -> None:
     counts = [{"arm": "control", "organic": 6, "ad": 2, "shopping_box": 1, "ssr": 0, "other": 1}]
-    shares = panels.shares_panel(counts)
+    shares = shares_panel(counts)
     assert shares == [
         {
             "arm": "control",
@@ -124,9 +140,7 @@ def test_shares_drops_and_totals() -> None:
         }
     ]
     assert shares[0] == element_share_rows(counts)[0]  # the report's shares, as the CLI prints them
-    empty = panels.shares_panel(
-        [{"arm": "x", "organic": 0, "ad": 0, "shopping_box": 0, "ssr": 0, "other": 0}]
-    )
+    empty = shares_panel([{"arm": "x", "organic": 0, "ad": 0, "shopping_box": 0, "ssr": 0, "other": 0}])
     assert empty[0]["organic"] is None and empty[0]["clicks"] == 0
 
     drops = panels.drops_panel(
