@@ -50,10 +50,13 @@ def serp(
     engine: Annotated[str, typer.Option(help="google or bing")] = "google",
     http_status: Annotated[int, typer.Option(help="HTTP status the page came with")] = 200,
 ) -> None:
-    """Print {status, result_estimate, language, components: [{rank, section, type, url, title}]} as JSON.
+    """Print the parse as JSON: status, result_estimate, language, coverage and components
+    (rank, section, type, url, title).
 
     Ranks count every component in page order (sections top, main, bottom, side as the
     engine's rules file lists them); url is normalized, "" when a component has no link.
+    coverage is the share of the page's visible blocks that a rule claimed: well below 1
+    means a layout the rules do not know (look at the ``unknown`` components).
     """
     from collectors.serp.parser import parse_serp
     from collectors.serp.rulebook import rules_engines

@@ -27,6 +27,7 @@ import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
@@ -46,7 +47,9 @@ CRASH_PREFIX = "parser crashed: "
 
 _SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "link", "meta", "input", "br", "hr"})
 _CHARSET = re.compile(rb"""charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""")
-_NUMBER = re.compile(r"\d{1,3}(?:[.,\u00a0\u202f\u2009' ]\d{3})+|\d+")
+_NUMBER = re.compile(r"\d{1,3}(?:[.,\u00a0\u202f\u2009\u066c' ]\d{3})+|\d+")
+"""A figure in any script's digits (\\d is Unicode), grouped by any common separator
+(U+066C: the Arabic thousands separator)."""
 _LANG = re.compile(r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8}){0,4}$")
 _FALLBACK_TITLE = "h2, h3, [role='heading']"
 
@@ -88,12 +91,16 @@ class ParsedSerp:
     components: tuple[Component, ...] = ()
     detail: str = ""
     errors: tuple[ComponentError, ...] = field(default=())
+    coverage: float | None = None
+    """Share of the page's visible blocks some rule claimed (None unless ``ok``): a low
+    figure means a layout the rules do not know, the sign that the engine changed."""
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "status": self.status,
             "result_estimate": self.result_estimate,
             "language": self.language,
+            "coverage": self.coverage,
             "components": [c.to_json() for c in self.components],
         }
         if self.detail:
@@ -152,15 +159,15 @@ def _parse(rules: EngineRules, text: str, http_status: int) -> ParsedSerp:
         ):
             return ParsedSerp("blocked", language=language, detail="consent interstitial instead of results")
         return ParsedSerp("error", language=language, detail="not a result page")
-    found, errors = _components(doc, rules)
+    found, errors, coverage = _components(doc, rules)
     detail = (
         f"kept the first {MAX_COMPONENTS} of {len(found)} components" if len(found) > MAX_COMPONENTS else ""
     )
     components = tuple(
-        Component(rank, section, type_, url, title)
-        for rank, (section, type_, url, title) in enumerate(found[:MAX_COMPONENTS], start=1)
+        Component(rank, f.section, f.type, f.url, f.title)
+        for rank, f in enumerate(found[:MAX_COMPONENTS], start=1)
     )
-    return ParsedSerp("ok", _estimate(doc, rules), language, components, detail, tuple(errors))
+    return ParsedSerp("ok", _estimate(doc, rules), language, components, detail, tuple(errors), coverage)
 
 
 def _words(doc: LexborHTMLParser) -> str:
@@ -209,40 +216,184 @@ def _skip(item: LexborNode, rules: EngineRules) -> bool:
     return not item.text(strip=True) and item.css_first("a[href]") is None
 
 
-Found = tuple[Section, str, str, str]
-"""(section, type, url, title) of one component, before ranking."""
+@dataclass(frozen=True)
+class _Found:
+    """One component before ranking: where it sits (section, document position) and what it is."""
+
+    section: Section
+    position: tuple[int, int]
+    """(walk order of the section root it sits in, document order): the page order."""
+    type: str
+    url: str
+    title: str
 
 
-def _components(doc: LexborHTMLParser, rules: EngineRules) -> tuple[list[Found], list[ComponentError]]:
-    found: list[Found] = []
+@dataclass
+class _Organic:
+    """The organic results of a page, found by ``[organic]`` before the section walk."""
+
+    links: list[tuple[LexborNode, str, str]]  # (link node, url, title) in document order
+    under: dict[int, int]  # element mem_id -> how many result links lie inside it (itself included)
+
+
+def organic_links(doc: LexborHTMLParser, rules: EngineRules) -> list[tuple[LexborNode, str, str]]:
+    """Organic results by the structural rule (see ``rulebook.OrganicRules``), in page order.
+
+    The browser extension evaluates the same rules with ``querySelectorAll``/``closest``
+    (``extension/lib/serp_rules.js``); a test holds both to the same answers.
+    """
+    org = rules.organic
+    column = next((c for s in org.column if (c := doc.css_first(s)) is not None), None)
+    if column is None:
+        return []
+    excluded = {n.mem_id for s in org.exclude for n in doc.css(s)}
+    nested = {n.mem_id for s in org.sub_result for n in column.css(s)}
+    engine_host = re.compile(org.engine_hosts)
+    out: list[tuple[LexborNode, str, str]] = []
+    seen: set[int] = set()
+    for match in column.css(org.anchor):
+        link = _closest_link(match)
+        if link is None or link.mem_id in seen:
+            continue
+        seen.add(link.mem_id)
+        chain = [match, *_ancestors(match)]
+        if any(n.mem_id in excluded for n in chain):
+            continue
+        inside_column = chain[: next(i for i, n in enumerate(chain) if n.mem_id == column.mem_id)]
+        if any(n.mem_id in nested for n in inside_column):
+            continue
+        url = normalize_url(link.attributes.get("href") or "", rules.base_url)
+        if not url or engine_host.search(urlsplit(url).hostname or ""):
+            continue
+        heading = match.css_first(org.title) if org.title else match
+        title = " ".join(heading.text(separator=" ").split())[:MAX_TITLE] if heading is not None else ""
+        out.append((link, url, title))
+    return out
+
+
+def _closest_link(node: LexborNode) -> LexborNode | None:
+    """``node.closest("a[href]")`` as the browser has it (the node itself included)."""
+    for n in (node, *_ancestors(node)):
+        if n.tag == "a" and "href" in n.attributes:
+            return n
+    return None
+
+
+def _find_organic(doc: LexborHTMLParser, rules: EngineRules) -> _Organic:
+    links = organic_links(doc, rules)
+    under: dict[int, int] = {}
+    for link, _, _ in links:
+        for n in (link, *_ancestors(link)):
+            under[n.mem_id] = under.get(n.mem_id, 0) + 1
+    return _Organic(links, under)
+
+
+def _components(
+    doc: LexborHTMLParser, rules: EngineRules
+) -> tuple[list[_Found], list[ComponentError], float]:
+    """Every component in page order, the parse errors, and the page's coverage.
+
+    Organic results come from ``[organic]``; the section walk classifies every other
+    block. A block holding one organic result is that result's; a block holding more is
+    split into its children, unless a rule claims the block itself (a whole-page
+    knowledge panel wraps the results: it is one component, its results are theirs).
+    Coverage is the share of the visible blocks that some rule claimed.
+    """
+    position = {n.mem_id: i for i, n in enumerate(doc.root.traverse())} if doc.root is not None else {}
+    organic = _find_organic(doc, rules)
+    found: list[_Found] = []
     errors: list[ComponentError] = []
     seen: set[int] = set()
+    roots: list[tuple[Section, LexborNode]] = []
+    blocks = 0
     for section in rules.sections:
         for root in doc.css(section.root):
             if root.mem_id in seen or any(a.mem_id in seen for a in _ancestors(root)):
                 continue  # already inside an earlier section
             seen.add(root.mem_id)
-            for index, item in enumerate(root.iter()):
-                seen.add(item.mem_id)
-                if _skip(item, rules):
-                    continue
-                rule: Rule | None = None
-                try:
-                    rule = _classify(item, section.name, rules)
-                    found.extend(_extract(item, section.name, rule, rules.base_url))
-                except Exception as exc:
-                    log.warning("%s component %d of %s failed to parse", rules.engine, index, section.name)
-                    errors.append(
-                        ComponentError(
-                            section.name,
-                            index,
-                            rule.type if rule else UNKNOWN,
-                            f"{type(exc).__name__}: {exc}",
-                            traceback.format_exc(),
-                        )
-                    )
-                    found.append((section.name, UNKNOWN, "", ""))
-    return found, errors
+            roots.append((section.name, root))
+            blocks += _walk(root, section.name, len(roots) - 1, rules, organic, position, found, errors)
+    main = next((i for i, (name, _) in enumerate(roots) if name == "main"), len(roots))
+    for link, url, title in organic.links:
+        ids = {a.mem_id for a in _ancestors(link)}
+        walked = next((i for i, (_, root) in enumerate(roots) if root.mem_id in ids), None)
+        blocks += walked is None  # a result outside every section root is a block of its own
+        where = roots[walked][0] if walked is not None else "main"
+        found.append(
+            _Found(
+                where,
+                (main if walked is None else walked, position.get(link.mem_id, 0)),
+                "organic",
+                url,
+                title,
+            )
+        )
+    found.sort(key=lambda f: f.position)
+    unknown = sum(1 for f in found if f.type == UNKNOWN)
+    if blocks == 0:
+        if any(doc.css_first(s) is not None for s in rules.page.no_results):
+            return found, errors, 1.0
+        # nothing any rule knows: a layout the rules have not met, never an empty success
+        found.append(_Found("main", (0, 0), UNKNOWN, "", ""))
+        return found, errors, 0.0
+    return found, errors, round(1 - unknown / blocks, 4)
+
+
+def _walk(
+    root: LexborNode,
+    section: Section,
+    root_index: int,
+    rules: EngineRules,
+    organic: _Organic,
+    position: dict[int, int],
+    found: list[_Found],
+    errors: list[ComponentError],
+) -> int:
+    """Classify the blocks under ``root`` into ``found``; the number of blocks seen."""
+    blocks = 0
+    for index, item in enumerate(root.iter()):
+        if _skip(item, rules):
+            continue
+        if any(_is(item, s) for s in rules.page.no_results):
+            blocks += 1  # the engine's "no results" notice: known, not a component
+            continue
+        holds = organic.under.get(item.mem_id, 0)
+        claimed = _claims_itself(item, section, rules) if holds else None
+        if holds == 1 and claimed is None:
+            blocks += 1  # one organic result's block: the result is listed from organic.links
+            continue
+        if holds > 1 and claimed is None:
+            blocks += _walk(item, section, root_index, rules, organic, position, found, errors)
+            continue
+        blocks += 1
+        rule: Rule | None = claimed
+        try:
+            rule = rule or _classify(item, section, rules)
+            found.extend(
+                _Found(where, (root_index, position.get(item.mem_id, 0)), type_, url, title)
+                for where, type_, url, title in _extract(item, section, rule, rules.base_url, bool(holds))
+            )
+        except Exception as exc:
+            log.warning("%s component %d of %s failed to parse", rules.engine, index, section)
+            errors.append(
+                ComponentError(
+                    section,
+                    index,
+                    rule.type if rule else UNKNOWN,
+                    f"{type(exc).__name__}: {exc}",
+                    traceback.format_exc(),
+                )
+            )
+            found.append(_Found(section, (root_index, position.get(item.mem_id, 0)), UNKNOWN, "", ""))
+    return blocks
+
+
+def _claims_itself(item: LexborNode, section: Section, rules: EngineRules) -> Rule | None:
+    """A rule whose selector matches the block itself (not only something inside it)."""
+    for rule in rules.rules:
+        if (not rule.within or section in rule.within) and _is(item, rule.match):
+            return rule
+    return None
 
 
 def _classify(item: LexborNode, section: Section, rules: EngineRules) -> Rule | None:
@@ -253,10 +404,14 @@ def _classify(item: LexborNode, section: Section, rules: EngineRules) -> Rule | 
     return None
 
 
-def _extract(item: LexborNode, section: Section, rule: Rule | None, base: str) -> list[Found]:
+def _extract(
+    item: LexborNode, section: Section, rule: Rule | None, base: str, wraps_results: bool = False
+) -> list[tuple[Section, str, str, str]]:
+    """(section, type, url, title) of the components in one block; a block that wraps
+    organic results is one component of its rule's type (never split by ``each``)."""
     if rule is None:
         return [(section, UNKNOWN, _link(item, "a[href]", base), _title(item, _FALLBACK_TITLE))]
-    nodes = _top_level(item.css(rule.each)) if rule.each else []
+    nodes = _top_level(item.css(rule.each)) if rule.each and not wraps_results else []
     where = rule.section or section
     return [(where, rule.type, _link(n, rule.link, base), _title(n, rule.title)) for n in nodes or [item]]
 

@@ -7,7 +7,11 @@ A rules file has four parts (see ``rules/google.toml`` for a commented example):
   interstitial, result page), the result-estimate element, and items to ignore.
 - ``[[sections]]``, in page order: a section name (top, main, bottom, side) and the
   CSS selector of its root(s). Each element child of a root is one *item*.
-- ``[[rules]]``, the ordered classifier: the first rule whose ``match`` selector
+- ``[organic]``: how organic results are found, structurally (a heading inside a link in
+  the main results column), so that a redesign with new class names still finds them;
+  see :class:`OrganicRules`. These rules are exported to the browser extension, which
+  must evaluate them exactly as the parser does (``querySelectorAll`` and ``closest``).
+- ``[[rules]]``, the ordered classifier of everything else: the first rule whose ``match`` selector
   matches an item (or something inside it) gives the item its ``type``. ``each``
   splits an item into one component per match (a block of ads, a group of results);
   ``link`` and ``title`` select the primary link and title inside each component
@@ -21,6 +25,7 @@ selectors compiled), and cached.
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from importlib import resources
 
@@ -58,8 +63,10 @@ class PageRules(_Frozen):
     """Lowercase phrases of a consent interstitial (only when no result page is found)."""
     ignore: tuple[str, ...] = ()
     """Items matching these are not components (hidden headings, spacers)."""
+    no_results: tuple[str, ...] = ()
+    """The engine's "no results" notice: a page with it and no blocks is an empty success."""
 
-    @field_validator("result_page", "estimate", "captcha", "consent", "ignore")
+    @field_validator("result_page", "estimate", "captcha", "consent", "ignore", "no_results")
     @classmethod
     def _selectors(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(_check_selector(v) for v in value)
@@ -75,6 +82,48 @@ class SectionRoot(_Frozen):
         return _check_selector(value)
 
 
+class OrganicRules(_Frozen):
+    """Organic results by structure, evaluated the same way in Python and in the browser.
+
+    In the first ``column`` that exists, every match of ``anchor`` (or its nearest
+    ancestor ``a[href]``) is a result's primary link, unless it lies inside an
+    ``exclude`` match (ads, carousels, question boxes, the side column), inside a
+    ``sub_result`` match below the column (sitelinks, indented same-site results: they
+    belong to the result they sit in), or leads to one of ``engine_hosts`` (the
+    engine's own pages). Class names may appear, but only as hints in ``exclude``.
+    """
+
+    column: tuple[str, ...] = Field(min_length=1)
+    anchor: str = Field(min_length=1)
+    title: str = ""
+    """Selector of the title inside the anchor's match ("" : the match's own text)."""
+    exclude: tuple[str, ...] = ()
+    sub_result: tuple[str, ...] = ()
+    engine_hosts: str = Field(min_length=1)
+    """A regular expression (Python and JavaScript syntax alike) on the link's host."""
+
+    @field_validator("column", "exclude", "sub_result")
+    @classmethod
+    def _selectors(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_check_selector(v) for v in value)
+
+    @field_validator("anchor", "title")
+    @classmethod
+    def _selector(cls, value: str) -> str:
+        return _check_selector(value)
+
+    @field_validator("engine_hosts")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        if not re.fullmatch(r"[\w.^$()|?:\\\[\]{},+*-]+", value):
+            raise ValueError("engine_hosts may use only characters both Python and JavaScript read alike")
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"bad regular expression: {exc}") from None
+        return value
+
+
 class Rule(_Frozen):
     type: str
     match: str = Field(min_length=1)
@@ -87,6 +136,8 @@ class Rule(_Frozen):
     @field_validator("type")
     @classmethod
     def _known_type(cls, value: str) -> str:
+        if value == "organic":
+            raise ValueError("organic results are found by [organic], not by a classifier rule")
         if value not in BY_NAME:
             raise ValueError(f"unknown component type {value!r}; known: {', '.join(BY_NAME)}")
         return value
@@ -102,6 +153,7 @@ class EngineRules(_Frozen):
     base_url: str
     page: PageRules
     sections: tuple[SectionRoot, ...] = Field(min_length=1)
+    organic: OrganicRules
     rules: tuple[Rule, ...] = Field(min_length=1)
 
 

@@ -23,8 +23,9 @@ def test_parse_serp_prints_the_page_as_json() -> None:
     result = runner.invoke(app, ["parse", "serp", "--engine", "google", str(FIXTURES / "google_coffee.html")])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert set(doc) == {"status", "result_estimate", "language", "components"}
+    assert set(doc) == {"status", "result_estimate", "language", "coverage", "components"}
     assert (doc["status"], doc["result_estimate"], doc["language"]) == ("ok", 2_140_000_000, "en")
+    assert doc["coverage"] == round(14 / 15, 4)  # 15 blocks (two top ads are one); "Things to know" unclaimed
     assert doc["components"][3] == {
         "rank": 4,
         "section": "main",

@@ -381,7 +381,7 @@ def test_reparse_rebuilds_the_same_events_and_applies_fixed_rules(
     engine.script = script_for(study, start)
     engine.fail("twin", CAPTCHA)
     real = load_rules("google")
-    broken = real.model_copy(update={"rules": tuple(r for r in real.rules if r.type != "organic")})
+    broken = real.model_copy(update={"organic": real.organic.model_copy(update={"anchor": "a[href] h6"})})
     monkeypatch.setattr(parser, "load_rules", lambda engine: broken)  # the crawl ran with rules missing one
     crawl(study, engine, tmp_path)
     emitted = sorted(read_events(tmp_path / "events.jsonl"), key=lambda e: e["event_id"])

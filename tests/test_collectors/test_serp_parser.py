@@ -167,28 +167,29 @@ def test_components_are_capped_at_the_schema_rank_limit() -> None:
 
 
 def test_a_component_that_fails_becomes_unknown_with_an_error_record(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = parser._title
+    real = parser._link
 
-    def broken(node: object, selector: str) -> str:
-        if selector == "h3":  # the organic rule's title
+    def broken(node: object, selector: str, base: str) -> str:
+        if selector == "a.WlydOe, a[href]":  # the top-stories rule's link
             raise RuntimeError("boom")
-        return real(node, selector)  # type: ignore[arg-type]
+        return real(node, selector, base)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(parser, "_title", broken)
+    monkeypatch.setattr(parser, "_link", broken)
     parsed = parse_serp("google", page("google_pizza_boston.html"))
     assert parsed.status == "ok"
     assert [c.type for c in parsed.components] == [
         "local",
+        "organic",
         "unknown",
-        "top_stories",
-        "unknown",
-        "unknown",
+        "organic",
+        "organic",
         "related_searches",
     ]
-    assert len(parsed.errors) == 3
+    assert len(parsed.errors) == 1
     error = parsed.errors[0]
-    assert (error.section, error.rule, error.error) == ("main", "organic", "RuntimeError: boom")
+    assert (error.section, error.rule, error.error) == ("main", "top_stories", "RuntimeError: boom")
     assert "RuntimeError" in error.traceback
+    assert parsed.coverage == round(5 / 6, 4)  # the failed block counts as unclaimed
 
 
 # --- URL normalization -------------------------------------------------------------------
