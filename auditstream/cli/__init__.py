@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from auditstream.cli import crawl, data, experiment, keys, parse, report, services, simulate, up
+from auditstream.cli import crawl, data, experiment, keys, parse, report, rules, services, simulate, up
 
 app = typer.Typer(
     name="auditstream",
@@ -26,6 +26,7 @@ app.add_typer(data.schema_app, name="schema")
 app.add_typer(simulate.app, name="simulate")
 app.add_typer(crawl.app, name="crawl")
 app.add_typer(parse.app, name="parse")
+app.add_typer(rules.app, name="rules")
 
 
 def main() -> None:

@@ -186,3 +186,16 @@ def load_rules(engine: str) -> EngineRules:
     if rules.engine != engine:
         raise CrawlConfigError(f"rules/{engine}.toml says engine = {rules.engine!r}")
     return rules
+
+
+EXPORT_FORMAT = "auditstream-serp-rules/1"
+
+
+def export_rules(engine: str) -> dict[str, object]:
+    """The rules of ``engine`` as JSON for the browser extension (``extension/lib/serp_rules.js``).
+
+    The same selectors and predicates, evaluated there with ``querySelectorAll`` and
+    ``closest``; ``format`` changes when the meaning of a field does.
+    """
+    rules = load_rules(engine)
+    return {"format": EXPORT_FORMAT, **rules.model_dump(mode="json")}
