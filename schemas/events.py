@@ -153,6 +153,11 @@ class SerpResult(BaseModel):
     url: Annotated[str, StringConstraints(strict=True, max_length=2048)]
 
 
+KNOWN_LAYOUT = 0.8
+"""A parsed result page whose coverage is below this has an unknown layout (crawler metric,
+``report personalization``): some blocks, often the organic ones, may be missing."""
+
+
 class SerpSnapshot(_Event):
     """One profile's result page for one query in one lock-step round."""
 
@@ -169,6 +174,9 @@ class SerpSnapshot(_Event):
     result_estimate: UInt64 | None = None
     status: Literal["ok", "captcha", "blocked", "error"]
     raw_ref: Annotated[str, StringConstraints(strict=True, max_length=256)] = ""
+    coverage: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] | None = None
+    """Share of the page's visible blocks the parser's rules claimed (None: not parsed, or an
+    older crawler); below ``KNOWN_LAYOUT`` the page has a layout the rules do not know."""
 
 
 # --- 2.3 autocomplete crawls ----------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from schemas.events import KNOWN_LAYOUT
 from schemas.sql import quote
 
 QUERY_COLUMNS = "query, query_category, treatment, pairs, round(personalization, 4) AS personalization"
@@ -48,5 +49,13 @@ def sections(study: str, top: int = 5) -> dict[str, str]:
             "sum(late) AS late_snapshots, sum(profiles_failed) AS failed_fetches, "
             "round(median(skew_ms), 1) AS skew_ms_median, round(max(skew_ms), 1) AS skew_ms_max "
             f"FROM personalization_rounds {where}"
+        ),
+        "pages": (
+            # pages whose layout the SERP rules did not know (coverage < KNOWN_LAYOUT): their
+            # organic lists may be incomplete, so the comparison measures the parser there
+            "SELECT count() AS snapshots, countIf(status = 'ok') AS parsed, "
+            f"countIf(coverage < {KNOWN_LAYOUT}) AS unknown_layout, "
+            "countIf(status = 'ok' AND coverage IS NULL) AS coverage_unrecorded "
+            f"FROM serp_snapshots {where}"
         ),
     }

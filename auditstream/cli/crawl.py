@@ -542,6 +542,12 @@ def _print_study(summary: StudySummary) -> None:
         f"rounds: {done} recorded, {len(summary.missed)} missed, {len(summary.undelivered)} undelivered "
         f"of {summary.total_rounds}; {skew} (max sent_at - min sent_at per round)"
     )
+    if summary.unknown_layouts:
+        console.print(
+            f"[yellow]{summary.unknown_layouts} pages had a layout the SERP rules do not know "
+            "(coverage below 0.8): their results may be incomplete. Fix collectors/serp/rules/ "
+            "and re-parse the archived pages with `auditstream crawl reparse`."
+        )
     console.print("finished" if summary.finished else "not finished: run the same command to resume")
 
 

@@ -324,7 +324,7 @@ def personalization(
         str,
         typer.Option(
             help="With --format csv: overall, by_treatment, by_category, by_rank, most_personalized, "
-            "least_personalized or rounds"
+            "least_personalized, rounds or pages"
         ),
     ] = "by_treatment",
     url: Url = "http://127.0.0.1:8080",
@@ -332,7 +332,8 @@ def personalization(
     format: Format = "table",
 ) -> None:
     """Jaccard and edit distance per treatment with the noise bars, % changed per rank vs noise,
-    most/least personalized queries, and round completeness with lock-step skew."""
+    most/least personalized queries, round completeness with lock-step skew, and how many
+    pages had a layout the SERP rules do not know (their results may be incomplete)."""
     from analytics.reports.personalization import sections
 
     statements = sections(study, top)
@@ -352,6 +353,7 @@ def personalization(
         "most_personalized": "most personalized queries",
         "least_personalized": "least personalized queries",
         "rounds": "rounds: completeness and lock-step skew",
+        "pages": "result pages: parsed, and with a layout the SERP rules do not know",
     }
     for name, result in results.items():
         print_result(result, "table", title=titles[name])

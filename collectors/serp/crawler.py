@@ -46,7 +46,7 @@ from typing import Any
 from collectors.common.archive import Archive
 from collectors.common.exceptions import CrawlError, CrawlStateError, unwrap_group
 from collectors.common.http import RawResponse
-from collectors.common.metrics import BACKOFFS, REQUESTS
+from collectors.common.metrics import BACKOFFS, REQUESTS, SERP_PAGES
 from collectors.common.politeness import Backoff
 from collectors.common.sinks import EventSink
 from collectors.serp.engines import SerpEngine
@@ -56,6 +56,7 @@ from collectors.serp.parser import ParsedSerp, parse_serp
 from collectors.serp.schedule import Grid
 from collectors.serp.state import StudyJournal
 from collectors.serp.study import Profile, Study
+from schemas.events import KNOWN_LAYOUT
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,8 @@ class RoundReport:
     launch_skew_ms: float
     late_ms: float
     statuses: dict[str, str]
+    unknown_layouts: int = 0
+    """Profiles whose page had a layout the rules do not know (coverage below KNOWN_LAYOUT)."""
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> RoundReport:
@@ -103,6 +106,11 @@ class RoundReport:
             record["launch_skew_ms"],
             record["late_ms"],
             {p["profile_id"]: p["status"] for p in record["profiles"]},
+            sum(
+                1
+                for p in record["profiles"]
+                if p.get("coverage") is not None and p["coverage"] < KNOWN_LAYOUT
+            ),
         )
 
 
@@ -114,6 +122,11 @@ class StudySummary:
     missed: dict[int, str]
     undelivered: list[int]
     finished: bool
+
+    @property
+    def unknown_layouts(self) -> int:
+        """Pages whose layout the rules did not know: re-parse them once the rules are fixed."""
+        return sum(r.unknown_layouts for r in self.rounds)
 
     @property
     def max_skew_ms(self) -> float | None:
@@ -306,6 +319,18 @@ class _Run:
         else:
             parsed = ParsedSerp("error", detail=raw.error or "no answer")
         REQUESTS.labels(self.engine.name, {"captcha": "blocked"}.get(parsed.status, parsed.status)).inc()
+        if parsed.coverage is not None:
+            layout = "known" if parsed.coverage >= KNOWN_LAYOUT else "unknown"
+            SERP_PAGES.labels(self.engine.name, layout).inc()
+            if layout == "unknown":
+                log.warning(
+                    "%s %s %r: a layout the rules do not know (coverage %.2f); raw page %s",
+                    self.grid.round_id(k),
+                    profile.id,
+                    query,
+                    parsed.coverage,
+                    raw_ref,
+                )
         if parsed.status in FAILED:
             log.warning(
                 "%s %s %r: %s (%s)", self.grid.round_id(k), profile.id, query, parsed.status, parsed.detail
@@ -325,6 +350,7 @@ class _Run:
             "result_estimate": parsed.result_estimate,
             "language": parsed.language,
             "components": [c.to_json() for c in parsed.components],
+            "coverage": parsed.coverage,
             "parse_errors": len(parsed.errors),
         }
 
@@ -359,6 +385,8 @@ async def run_study(
     if journal.study_id != study.id:
         raise CrawlStateError(f"journal of {journal.study_id} given for study {study.id}")
     grid = Grid.of(study, journal.start)
+    for layout in ("known", "unknown"):  # both series exist from the start, so rate() sees the first
+        SERP_PAGES.labels(engine.name, layout)
     run = _Run(journal, study, grid, engine, fetchers, archive, sink, notify or (lambda m: None), on_round)
     if journal.finished_at is None:
         try:

@@ -45,6 +45,7 @@ def snapshot_event(
     status: str,
     raw_ref: str,
     sent_at: datetime,
+    coverage: float | None = None,
 ) -> dict[str, Any]:
     model = SerpSnapshot(
         type="serp_snapshot",
@@ -63,6 +64,7 @@ def snapshot_event(
         result_estimate=result_estimate,
         status=status,
         raw_ref=raw_ref,
+        coverage=coverage if status == "ok" else None,
     )
     return model.model_dump(mode="json")
 
@@ -86,6 +88,7 @@ def round_events(record: Mapping[str, Any], *, study_id: str | None = None) -> l
             status=p["status"],
             raw_ref=p["raw_ref"],
             sent_at=datetime.fromisoformat(p["sent_at"]),
+            coverage=p.get("coverage"),  # absent in journals written before issue 13
         )
         for p in record["profiles"]
     ]

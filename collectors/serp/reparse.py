@@ -18,7 +18,7 @@ from collectors.serp.events import round_events
 from collectors.serp.parser import parse_serp
 from collectors.serp.state import StudyJournal
 
-_PARSED = ("status", "detail", "result_estimate", "language", "components")
+_PARSED = ("status", "detail", "result_estimate", "language", "components", "coverage")
 
 
 @dataclass
@@ -48,7 +48,7 @@ def reparse_profile(
     parsed = parse_serp(engine, saved.body, http_status=int(saved.meta.get("status", 200)))
     doc = parsed.to_json()
     new = {**profile, **{k: doc.get(k, "") for k in _PARSED}, "parse_errors": len(parsed.errors)}
-    if any(new[k] != profile[k] for k in _PARSED if k != "detail"):
+    if any(new[k] != profile.get(k) for k in _PARSED if k not in ("detail", "coverage")):
         stats.changed += 1
     return new
 

@@ -33,6 +33,7 @@ def snapshot(
     urls: list[str],
     start: datetime,
     status: str = "ok",
+    coverage: float | None = 1.0,
 ) -> dict[str, Any]:
     profile_id, role, treatment = profile
     results = [{"rank": 1, "type": "ad", "url": "https://ads.example/x"}]
@@ -51,6 +52,7 @@ def snapshot(
         "query": query,
         "query_category": "politics",
         "results": results,
+        "coverage": coverage if status == "ok" else None,
         "result_estimate": 1000,
         "status": status,
         "raw_ref": "",
@@ -77,7 +79,9 @@ def test_rounds_compare_exactly_and_record_incomplete_and_late(service: Service)
                 urls = page(rng, urls, 0.3, "personal")
             status = "captcha" if (r == 7 and profile[0] == "t-in") else "ok"
             sent = start + timedelta(seconds=r, milliseconds=7 * k)
-            events.append(snapshot(r, query, profile, urls, sent, status))
+            # two pages of a layout the rules did not know, one from a crawler without coverage
+            coverage = 0.4 if (r in (2, 9) and k == 0) else None if (r == 4 and k == 1) else 1.0
+            events.append(snapshot(r, query, profile, urls, sent, status, coverage))
             posted.setdefault(f"{STUDY}-r{r:04d}", []).append(
                 Snapshot(profile[0], profile[1], profile[2], status, tuple(urls), sent)
             )
@@ -165,6 +169,9 @@ def test_report_personalization(service: Service) -> None:
         overall["changed"] - overall["changed_noise"], abs=2e-4
     )
     assert {c["query_category"] for c in doc["by_category"]} == {"politics"}
+    pages = doc["pages"][0]  # the first test: 12 rounds of 4 profiles less one, plus the late one
+    assert (pages["snapshots"], pages["parsed"]) == (12 * len(PROFILES), 12 * len(PROFILES) - 1)
+    assert (pages["unknown_layout"], pages["coverage_unrecorded"]) == (2, 1)
     table = CliRunner().invoke(app, args, terminal_width=200)
     assert table.exit_code == 0 and "most personalized queries" in table.output
 

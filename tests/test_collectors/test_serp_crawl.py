@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
@@ -47,6 +48,7 @@ from collectors.serp.runner import crawl_study
 from collectors.serp.state import StudyStore
 from collectors.serp.study import Study, load_study
 from schemas.event_types import AnyEvent
+from schemas.events import KNOWN_LAYOUT
 from tests.fakes.serp_engine import CAPTCHA, SLOW, FakeSerpEngine, Hit
 from tests.fakes.serp_study import PROFILES, PROFILES_4, UA, crawl, script_for, study_file
 from tests.helpers import read_events
@@ -373,6 +375,10 @@ def test_a_changed_study_is_refused_and_a_finished_one_is_not_run_again(
         crawl(load_study(path), engine, tmp_path)
 
 
+def metric_value(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
 def test_reparse_rebuilds_the_same_events_and_applies_fixed_rules(
     tmp_path: Path, engine: FakeSerpEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -383,9 +389,16 @@ def test_reparse_rebuilds_the_same_events_and_applies_fixed_rules(
     real = load_rules("google")
     broken = real.model_copy(update={"organic": real.organic.model_copy(update={"anchor": "a[href] h6"})})
     monkeypatch.setattr(parser, "load_rules", lambda engine: broken)  # the crawl ran with rules missing one
-    crawl(study, engine, tmp_path)
+    unknown_before = metric_value("auditstream_crawler_serp_pages_total", engine="google", layout="unknown")
+    summary = crawl(study, engine, tmp_path)
     emitted = sorted(read_events(tmp_path / "events.jsonl"), key=lambda e: e["event_id"])
     assert not any(organic(e) for e in emitted)
+    # the layout-drift signal: every parsed page is one the (broken) rules do not know
+    parsed_pages = [e for e in emitted if e["status"] == "ok"]
+    assert len(parsed_pages) == 5 and all(e["coverage"] < KNOWN_LAYOUT for e in parsed_pages)
+    assert summary.unknown_layouts == 5
+    after = metric_value("auditstream_crawler_serp_pages_total", engine="google", layout="unknown")
+    assert after - unknown_before == 5
 
     monkeypatch.setattr(parser, "load_rules", load_rules)  # fixed
     stats = ReparseStats()
@@ -401,6 +414,7 @@ def test_reparse_rebuilds_the_same_events_and_applies_fixed_rules(
         k = int(event["round_id"].rsplit("-r", 1)[1])
         if event["status"] == "ok":
             assert organic(event) == truth[event["profile_id"], k]
+            assert event["coverage"] == 1.0  # the fixed rules know every block of the page
     assert {e["status"] for e in fixed if e["profile_id"] == "twin"} == {"captcha", "ok"}
 
     out = tmp_path / "reparsed.jsonl"

@@ -18,6 +18,7 @@ from collectors.serp.rulebook import load_rules, parse_rules, rules_engines
 from collectors.serp.types import BY_NAME, COMPONENT_TYPES, SECTIONS
 from collectors.serp.urls import normalize_url
 from schemas.events import SerpResult
+from tests.serp_labels import Label, labels
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "serp"
 
@@ -337,6 +338,62 @@ def test_never_raises_on_mutated_fixtures(
     assert not parsed.detail.startswith(CRASH_PREFIX) and not parsed.errors
     for c in parsed.components:
         SerpResult(rank=c.rank, type=c.type, url=c.url[:2048])
+
+
+REAL_PAGES = [
+    lab
+    for lab in labels()
+    if lab.name
+    in {
+        "google-keanu-reeves-za",
+        "google-matkasse-se-basic",
+        "google-french-bulldog-sge",
+        "bing-sweden-riots",
+    }
+]
+
+
+@given(
+    st.sampled_from(REAL_PAGES),
+    st.lists(st.tuples(st.floats(0, 1), st.integers(1, 4000), st.binary(max_size=40)), max_size=8),
+)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_never_raises_on_mutated_real_pages(label: Label, edits: list[tuple[float, int, bytes]]) -> None:
+    body = label.html()
+    for where, length, insert in edits:
+        at = int(where * len(body))
+        body = body[:at] + insert + body[at + length :]
+    parsed = parse_serp(label.engine, body)
+    assert not parsed.detail.startswith(CRASH_PREFIX) and not parsed.errors
+    assert parsed.coverage is None or 0.0 <= parsed.coverage <= 1.0
+
+
+# --- layouts the rules do not know -----------------------------------------------------------
+
+
+def test_a_layout_no_rule_knows_is_reported_not_an_empty_success() -> None:
+    """A redesign the rules have never seen: results as <article><h2><a>, in a new container."""
+    articles = "".join(
+        f'<article><h2><a href="https://e{i}.example/">Result {i}</a></h2><p>snippet {i}</p></article>'
+        for i in range(8)
+    )
+    parsed = parse_serp("google", f'<html><body><div id="search"><main>{articles}</main></div></body></html>')
+    assert parsed.status == "ok"
+    assert parsed.coverage == 0.0
+    assert [c.type for c in parsed.components] == ["unknown"]
+
+
+def test_unclaimed_blocks_lower_the_coverage() -> None:
+    known = '<div class="g"><a href="https://known.example/"><h3>Known</h3></a></div>'
+    strange = '<div class="x9"><span>New widget</span><a href="https://new.example/">more</a></div>'
+    html = f'<div id="search"><div id="rso">{known}{strange}{strange}{strange}</div></div>'
+    parsed = parse_serp("google", html)
+    assert [c.type for c in parsed.components] == ["organic", "unknown", "unknown", "unknown"]
+    assert parsed.coverage == 0.25
+
+
+def test_a_no_results_page_is_fully_covered() -> None:
+    assert parse_serp("google", page("google_no_results.html")).coverage == 1.0
 
 
 def test_charset_from_the_page_is_used() -> None:

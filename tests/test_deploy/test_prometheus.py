@@ -28,6 +28,7 @@ REQUIRED_ALERTS = {
     "AuditstreamEngineVolumeDrop",
     "AuditstreamExperimentVolumeDrop",
     "AuditstreamCrawlerBlocked",
+    "AuditstreamSerpLayoutUnknown",
     "AuditstreamAutocompleteShock",
     "AuditstreamConsumerLagHigh",
     "AuditstreamSinkErrors",
