@@ -10,6 +10,12 @@ REQUESTS = Counter(
     ["engine", "outcome"],
 )
 BLOCKS = Counter("auditstream_crawler_blocks_total", "Times the circuit breaker paused an engine", ["engine"])
+SERP_PAGES = Counter(
+    "auditstream_crawler_serp_pages_total",
+    "Result pages parsed, by engine and layout: known, or unknown when the rules claimed less than "
+    "schemas.events.KNOWN_LAYOUT of the page's blocks (a rising share: the engine changed its markup)",
+    ["engine", "layout"],
+)
 BACKOFFS = Counter(
     "auditstream_crawler_backoffs_total", "Retries after an exponential backoff delay", ["engine"]
 )
