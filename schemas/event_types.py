@@ -15,8 +15,16 @@ from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, Field
 
-from schemas.events import AutocompleteNode, Click, CrawlCompleted, CrawlStarted, SerpSnapshot, SerpView
-from schemas.topics import AUTOCOMPLETE, EXTENSION, SERP, Family
+from schemas.events import (
+    AutocompleteNode,
+    Click,
+    CrawlCompleted,
+    CrawlStarted,
+    InstallProfile,
+    SerpSnapshot,
+    SerpView,
+)
+from schemas.topics import AUTOCOMPLETE, EXTENSION, PANEL, SERP, Family
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,7 @@ class EventType:
 EVENT_TYPES: tuple[EventType, ...] = (
     EventType("serp_view", SerpView, EXTENSION, from_extension=True),
     EventType("click", Click, EXTENSION, from_extension=True),
+    EventType("install_profile", InstallProfile, PANEL, from_extension=True),
     EventType("serp_snapshot", SerpSnapshot, SERP),
     EventType("autocomplete_node", AutocompleteNode, AUTOCOMPLETE),
     EventType("crawl_started", CrawlStarted, AUTOCOMPLETE),

@@ -140,6 +140,41 @@ class Click(_PageContext):
         return self
 
 
+# --- 2.1 the panel: who installed (coarse, optional, once) --------------------------------
+
+AgeBand = Literal["18-24", "25-34", "35-44", "45-54", "55-64", "65+"]
+SearchFrequency = Literal["several_daily", "daily", "weekly", "less_often"]
+LanguageCode = Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z]{2,3}$")]
+CountryCode = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Z]{2}$")]
+
+
+class InstallProfile(_Event):
+    """The onboarding form, sent once per install: consent, and coarse bins for describing
+    and reweighting the panel (the paper's appendix C.3). Every answer is optional; a
+    declined consent carries none. Nothing free-text, nothing identifying."""
+
+    type: Literal["install_profile"]
+    install_id: InstallId
+    install_day: Day
+    extension_version: Version
+    experiment_id: Ident
+    consent: Literal["given", "declined"]
+    age_band: AgeBand | None = None
+    search_languages: Annotated[list[LanguageCode], Field(max_length=5)] = []
+    country: CountryCode | None = None
+    """ISO 3166-1 alpha-2: the country the person searches from."""
+    search_frequency: SearchFrequency | None = None
+
+    @model_validator(mode="after")
+    def _declined_answers_nothing(self) -> InstallProfile:
+        answers = (self.age_band, self.country, self.search_frequency)
+        if self.consent == "declined" and (any(a is not None for a in answers) or self.search_languages):
+            raise ValueError("a declined consent carries no answers")
+        if len(set(self.search_languages)) != len(self.search_languages):
+            raise ValueError("search_languages lists each language once")
+        return self
+
+
 # --- 2.2 SERP snapshots ---------------------------------------------------------------
 
 

@@ -1,7 +1,7 @@
 """Topic names and partition keys (DESIGN.md §4).
 
 The partition key keeps related events on one partition, in order: an install's
-extension events, a snapshot round's profiles, and a crawl's nodes with its
+extension events (and its onboarding answers), a snapshot round's profiles, and a crawl's nodes with its
 markers.
 
 Wire format: a message value is one or more events as JSON lines (newline
@@ -50,7 +50,9 @@ SERP = Family("serp", "raw_serp_snapshots", _serp_key, ("study_id", "round_id", 
 AUTOCOMPLETE = Family(
     "autocomplete", "raw_autocomplete_events", _autocomplete_key, ("crawl_id", "engine", "root")
 )
-FAMILIES: tuple[Family, ...] = (EXTENSION, SERP, AUTOCOMPLETE)
+PANEL = Family("panel", "raw_install_profiles", _extension_key, ("install_id",))
+"""The extension's onboarding answers (``install_profile``), one per install."""
+FAMILIES: tuple[Family, ...] = (EXTENSION, SERP, AUTOCOMPLETE, PANEL)
 ALERTS_SUFFIX = "alerts"
 
 

@@ -111,8 +111,22 @@ def base_events() -> list[dict[str, Any]]:
         "status": "ok",
     }
     started = {**crawl, "type": "crawl_started", "study_id": "fuzz-study", "max_depth": 1}
+    profile = {
+        "schema_version": 1,
+        "sent_at": "2026-11-23T10:00:00.000Z",
+        "type": "install_profile",
+        "install_id": "fuzz-install-1",
+        "install_day": "2026-11-20",
+        "extension_version": "0.1.0",
+        "experiment_id": "fuzz-exp",
+        "consent": "given",
+        "age_band": "25-34",
+        "search_languages": ["en", "de"],
+        "country": "DE",
+        "search_frequency": "daily",
+    }
     assert view is not None and click is not None
-    return [view, click, snapshot, node, started]
+    return [view, click, snapshot, node, started, profile]
 
 
 BASES = base_events()

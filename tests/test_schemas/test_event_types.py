@@ -44,7 +44,7 @@ def test_each_event_type_is_wired(row) -> None:  # type: ignore[no-untyped-def]
 
 def test_the_derived_lists_come_from_the_table() -> None:
     assert len(BY_NAME) == len(EVENT_TYPES) == len(EVENT_MODELS)
-    assert {"serp_view", "click"} == EXTENSION_TYPES
+    assert {"serp_view", "click", "install_profile"} == EXTENSION_TYPES
     assert set().union(*(types_of(f) for f in FAMILIES)) == set(BY_NAME)
     adapter: TypeAdapter[object] = TypeAdapter(AnyEvent)
     schema = adapter.json_schema()
