@@ -33,37 +33,19 @@ STEP_S = 120
 """Longest wait for one DevTools step (a page of rules over 70 pages takes seconds)."""
 
 
-class Browser:
-    def __init__(self, port: int) -> None:
-        self.endpoint = f"http://127.0.0.1:{port}"
+class Session:
+    """One DevTools connection: a tab or a worker (``evaluate``), a tab also ``navigate``."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
         self._ids = itertools.count(1)
         self._events: list[str] = []
 
-    async def evaluate(self, url: str, expression: str) -> Any:
-        async with aiohttp.ClientSession() as session:
-            async with session.put(f"{self.endpoint}/json/new?about:blank") as resp:
-                target = await resp.json(content_type=None)
-            try:
-                async with session.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-                    self._events.clear()
-                    await self._call(ws, "Page.enable", {})
-                    await self._call(ws, "Page.navigate", {"url": url})
-                    await self._event(ws, "Page.loadEventFired")
-                    options = {"expression": expression, "awaitPromise": True, "returnByValue": True}
-                    result = await self._call(ws, "Runtime.evaluate", options)
-            finally:
-                async with session.get(f"{self.endpoint}/json/close/{target['id']}") as resp:
-                    await resp.read()
-        if "exceptionDetails" in result:
-            details = result["exceptionDetails"]
-            raise AssertionError(f"JavaScript raised: {details.get('exception', {}).get('description')}")
-        return result["result"].get("value")
-
-    async def _call(self, ws: aiohttp.ClientWebSocketResponse, method: str, params: dict) -> Any:
+    async def call(self, method: str, params: dict | None = None) -> Any:
         call_id = next(self._ids)
-        await ws.send_json({"id": call_id, "method": method, "params": params})
+        await self.ws.send_json({"id": call_id, "method": method, "params": params or {}})
         async with asyncio.timeout(STEP_S):
-            async for message in ws:
+            async for message in self.ws:
                 doc = message.json()
                 if doc.get("id") == call_id:
                     if "error" in doc:
@@ -73,15 +55,69 @@ class Browser:
                     self._events.append(doc["method"])
         raise AssertionError(f"DevTools closed the connection during {method}")
 
-    async def _event(self, ws: aiohttp.ClientWebSocketResponse, method: str) -> None:
+    async def wait_event(self, method: str) -> None:
         """Wait for a DevTools event (one that came while awaiting a reply counts too)."""
         if method in self._events:
+            self._events.remove(method)
             return
         async with asyncio.timeout(STEP_S):
-            async for message in ws:
+            async for message in self.ws:
                 if message.json().get("method") == method:
                     return
         raise AssertionError(f"DevTools closed the connection before {method}")
+
+    async def navigate(self, url: str, until: str = "Page.loadEventFired") -> None:
+        """Open ``url`` and wait for its load event (or another page event)."""
+        self._events.clear()
+        await self.call("Page.enable")
+        await self.call("Page.navigate", {"url": url})
+        await self.wait_event(until)
+
+    async def evaluate(self, expression: str) -> Any:
+        """Evaluate JavaScript (awaiting a promise); its JSON value."""
+        options = {"expression": expression, "awaitPromise": True, "returnByValue": True}
+        result = await self.call("Runtime.evaluate", options)
+        if "exceptionDetails" in result:
+            details = result["exceptionDetails"]
+            raise AssertionError(f"JavaScript raised: {details.get('exception', {}).get('description')}")
+        return result["result"].get("value")
+
+
+class Browser:
+    def __init__(self, port: int) -> None:
+        self.endpoint = f"http://127.0.0.1:{port}"
+
+    async def targets(self) -> list[dict[str, Any]]:
+        async with aiohttp.ClientSession() as session, session.get(f"{self.endpoint}/json/list") as resp:
+            return await resp.json(content_type=None)
+
+    @asynccontextmanager
+    async def tab(self) -> AsyncIterator[Session]:
+        """A new blank tab, closed afterwards."""
+        async with aiohttp.ClientSession() as session:
+            async with session.put(f"{self.endpoint}/json/new?about:blank") as resp:
+                target = await resp.json(content_type=None)
+            try:
+                async with session.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
+                    yield Session(ws)
+            finally:
+                async with session.get(f"{self.endpoint}/json/close/{target['id']}") as resp:
+                    await resp.read()
+
+    @asynccontextmanager
+    async def attach(self, target: dict[str, Any]) -> AsyncIterator[Session]:
+        """A session on an existing target (an extension's service worker, a tab)."""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws,
+        ):
+            yield Session(ws)
+
+    async def evaluate(self, url: str, expression: str) -> Any:
+        """Open ``url`` in a new tab, evaluate ``expression`` there, close the tab."""
+        async with self.tab() as tab:
+            await tab.navigate(url)
+            return await tab.evaluate(expression)
 
 
 @asynccontextmanager

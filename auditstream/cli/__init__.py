@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import typer
 
-from auditstream.cli import crawl, data, experiment, keys, parse, report, rules, services, simulate, up
+from auditstream.cli import (
+    crawl,
+    data,
+    experiment,
+    extension,
+    keys,
+    parse,
+    report,
+    rules,
+    services,
+    simulate,
+    up,
+)
 
 app = typer.Typer(
     name="auditstream",
@@ -27,6 +39,7 @@ app.add_typer(simulate.app, name="simulate")
 app.add_typer(crawl.app, name="crawl")
 app.add_typer(parse.app, name="parse")
 app.add_typer(rules.app, name="rules")
+app.add_typer(extension.app, name="extension")
 
 
 def main() -> None:

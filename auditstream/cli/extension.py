@@ -1,0 +1,108 @@
+"""``auditstream extension build``: the browser extension, configured for one study deployment."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+
+import typer
+
+from auditstream.cli.common import fail
+
+app = typer.Typer(help="The volunteers' browser extension (extension/).", no_args_is_help=True)
+
+SOURCE = Path(__file__).resolve().parents[2] / "extension"
+SHIPPED = ("manifest.json", "background.js", "content.js", "onboarding.html", "onboarding.js", "popup.html",
+           "popup.js", "ui.css", "lib")  # fmt: skip
+DEFAULT_CONSENT = (
+    "This extension takes part in a research study of search engines. On Google and Bing result "
+    "pages it may rearrange the first results, or hide ads and shopping boxes, and it reports which "
+    "position you clicked, anonymously.\n\nIt never sends what you searched for, which pages you "
+    "visited, or any text of the page. You can pause or leave the study at any time from the "
+    "toolbar button."
+)
+_KEY = re.compile(r"^[A-Za-z0-9_.~+/=-]{8,256}$")
+
+
+@app.command()
+def build(
+    study_url: Annotated[str, typer.Option(help="The study's ingest URL, e.g. https://study.example.org")],
+    key: Annotated[str, typer.Option(help="An ingest-scope API key (public: it ships inside the extension)")],
+    experiment: Annotated[str, typer.Option(help="The experiment id the extension takes part in")],
+    out: Annotated[Path, typer.Option(help="Folder to write the unpacked extension to (replaced)")],
+    zip_: Annotated[
+        bool, typer.Option("--zip", help="Also write OUT.zip, for a store or for volunteers")
+    ] = False,
+    study_name: Annotated[str, typer.Option(help="Title of the onboarding page")] = "Join the search study",
+    consent_file: Annotated[
+        Path | None, typer.Option(help="Plain-text consent shown on installation (default: a generic text)")
+    ] = None,
+    test_marks: Annotated[
+        bool,
+        typer.Option("--test-marks", help="Mark identified elements with data-auditstream-* (tests only)"),
+    ] = False,
+) -> None:
+    """Write a ready-to-load extension for one deployment: its endpoint, key and experiment.
+
+    Load it unpacked (chrome://extensions, Developer mode, Load unpacked) or distribute the
+    zip. The key must be an ingest-scope key: anyone who installs the extension can read it.
+    """
+    from collectors.serp.rulebook import export_rules, rules_engines
+
+    parts = urlsplit(study_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise fail(f"--study-url must be an http(s) URL, not {study_url!r}", 2)
+    if not _KEY.match(key):
+        raise fail("--key does not look like an API key", 2)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:=-]{0,63}", experiment):
+        raise fail(f"--experiment {experiment!r} is not a valid experiment id", 2)
+    try:
+        consent = consent_file.read_text(encoding="utf-8").strip() if consent_file else DEFAULT_CONSENT
+    except OSError as exc:
+        raise fail(f"cannot read {consent_file}: {exc}", 2) from None
+    if not SOURCE.is_dir():
+        raise fail(f"the extension's sources are not at {SOURCE} (install auditstream from a checkout)", 2)
+
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for name in SHIPPED:
+        source = SOURCE / name
+        if source.is_dir():
+            shutil.copytree(source, out / name)
+        else:
+            shutil.copy2(source, out / name)
+    (out / "rules").mkdir()
+    for engine in rules_engines():
+        (out / "rules" / f"{engine}.json").write_text(json.dumps(export_rules(engine), indent=2) + "\n")
+    config = {
+        "study_url": study_url.rstrip("/"),
+        "ingest_key": key,
+        "experiment_id": experiment,
+        "study_name": study_name,
+        "consent_text": consent,
+        "test_marks": test_marks,
+        "skip_onboarding_tab": False,
+    }
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    manifest = json.loads((SOURCE / "manifest.json").read_text())
+    origin = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}/*"
+    manifest["host_permissions"] = [p for p in manifest["host_permissions"] if "127.0.0.1" not in p] + [
+        origin
+    ]
+    if test_marks:
+        manifest["name"] += " (test build)"
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    typer.echo(f"wrote the extension for experiment {experiment} at {study_url} to {out}", err=True)
+    if zip_:
+        archive = out.with_suffix(".zip")
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in sorted(out.rglob("*")):
+                if path.is_file():
+                    zf.write(path, path.relative_to(out).as_posix())
+        typer.echo(f"and {archive}", err=True)
