@@ -125,7 +125,8 @@ async def chromium(extra_args: tuple[str, ...] = ()) -> AsyncIterator[Browser]:
     binary = chromium_binary()
     if binary is None:
         raise RuntimeError("no Chromium: .ci/run installs Debian's chromium package")
-    with tempfile.TemporaryDirectory(prefix="auditstream-chromium-") as profile:
+    # ignore_cleanup_errors: Chromium's helper processes may still be writing the profile as it exits
+    with tempfile.TemporaryDirectory(prefix="auditstream-chromium-", ignore_cleanup_errors=True) as profile:
         proc = await asyncio.create_subprocess_exec(
             binary,
             "--headless",
