@@ -16,6 +16,7 @@ import shutil
 import signal
 import time
 
+from aiokafka.errors import KafkaError
 from rich.console import Console
 from rich.panel import Panel
 
@@ -171,14 +172,7 @@ class Supervisor:
             if self.broker is not None:
                 if not self.broker.alive():
                     console.print("[red]the tansu broker died; restarting it (its in-memory events are lost)")
-                    await self.broker.stop()
-                    with contextlib.suppress(BrokerError, OSError):
-                        await self.broker.start_and_wait(
-                            all_topics(self.settings.topic_prefix), self.settings.partitions
-                        )
-                    if self.broker.process is not None:  # the pid file names the live broker
-                        (self.settings.run_dir / "broker.pid").write_text(str(self.broker.process.pid))
-                    await self._restart_workers()
+                    await self._restart_broker()
                 rss = self.broker.rss_mb()
                 now = time.monotonic()
                 if rss > self.settings.broker_memory_warn_mb and now - last_memory_note > 60:
@@ -191,20 +185,35 @@ class Supervisor:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), 1.0)
 
-    async def _restart_workers(self) -> None:
-        """After a broker restart the workers start over on the new, empty broker.
+    async def _restart_broker(self) -> None:
+        """Stop the workers, start a new broker, then start the workers on it.
 
-        Their consumer group, offsets and coordinator died with the old broker, and a
-        faust worker left to rejoin on its own was seen stuck for minutes on a loaded
-        machine. A fresh worker reads the new topics from the start, where ingest replays
-        what it acknowledged; unacknowledged batches of the old worker are replayed too,
-        and deduplication by event_id keeps every event once.
+        Stopped before the new broker listens: a worker that outlives the old broker
+        reconnects to the new one (same address) and commits the offsets of the lost log to
+        the new, empty group; its successor then skips the new log below them, where
+        ingest's replay lands. Fresh workers find no offsets and read the new topics from
+        the start; deduplication by event_id drops what was already stored. Restarted, not
+        left to rejoin: a faust worker left to rejoin was seen stuck for minutes on a loaded
+        machine.
         """
-        for child in self.children:
-            if child.name.startswith("worker-"):
-                console.print(f"[yellow]restarting {child.name} on the new broker")
-                await child.stop()
-                await child.start()
+        assert self.broker is not None
+        workers = [c for c in self.children if c.name.startswith("worker-")]
+        await asyncio.gather(*(worker.stop() for worker in workers))
+        await self.broker.stop()
+        try:
+            await self.broker.start_and_wait(all_topics(self.settings.topic_prefix), self.settings.partitions)
+        except (BrokerError, KafkaError, OSError) as exc:
+            # Stopped, so the next round tries again (stopping the workers first again): a
+            # broker left running without its topics creates them on first use, with its
+            # default partition count.
+            console.print(f"[red]the new broker did not come up ({exc!r}); trying again")
+            await self.broker.stop()
+        else:
+            assert self.broker.process is not None  # the pid file names the live broker
+            (self.settings.run_dir / "broker.pid").write_text(str(self.broker.process.pid))
+        for worker in workers:
+            console.print(f"[yellow]starting {worker.name} on the new broker")
+            await worker.start()
 
     async def stop(self) -> None:
         # Stop the load first, then intake, then what drains Kafka, then storage.

@@ -10,7 +10,9 @@ must name the new broker.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 import signal
 import uuid
 from collections.abc import Iterator
@@ -19,9 +21,10 @@ from pathlib import Path
 import aiohttp
 import orjson
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from tests.helpers import Service, own_service, wait_for
+from tests.helpers import Service, own_service, wait_for, worker_metrics
 
 pytestmark = pytest.mark.integration
 
@@ -90,15 +93,91 @@ def test_broker_sigkill_loses_no_accepted_event(service_of_its_own: Service) -> 
     where = f"FROM raw_extension_events WHERE experiment_id = '{experiment}'"
     # A new broker, a restarted worker rejoining its group and the replayed events on top of
     # the rest: minutes on a loaded two-core machine, so the wait is long (a condition, not a bound)
-    wait_for(lambda: svc.scalar(f"SELECT uniqExact(event_id) {where}") == TOTAL, 480, "every event stored")
+    try:
+        wait_for(lambda: svc.scalar(f"SELECT uniqExact(event_id) {where}") == TOTAL, 480, "all stored")
+    except AssertionError:
+        print(diagnose(svc, where, accepted))
+        raise
     assert svc.scalar(f"SELECT count() {where}") == TOTAL  # exactly once: no copy was inserted
-    stored: set[str] = set()
-    for digit in "0123456789abcdef":
-        rows = svc.sql(
-            f"SELECT toString(event_id) AS id {where} AND startsWith(toString(event_id), '{digit}')"
-        )
-        stored.update(r["id"] for r in rows)
-    assert stored == accepted
+    assert stored_ids(svc, where) == accepted
     replayed = svc.metric("auditstream_ingest_replayed_events")
     assert replayed > 0  # the broker's loss was made good by ingest, not by luck
     print(f"killed after {killed[0]} accepted; {replayed:.0f} events replayed; {TOTAL} stored once")
+
+
+def stored_ids(svc: Service, where: str) -> set[str]:
+    """The event ids stored, in 16 queries (one answer holds at most 100,000 rows)."""
+    stored: set[str] = set()
+    for digit in "0123456789abcdef":
+        rows = svc.sql(
+            f"SELECT DISTINCT toString(event_id) AS id {where} AND startsWith(toString(event_id), '{digit}')"
+        )
+        stored.update(r["id"] for r in rows)
+    return stored
+
+
+def _tail(path: Path, lines: int = 60) -> str:
+    if not path.exists():
+        return f"({path.name} missing)"
+    text = re.sub(r"\x1b\[[0-9;]*m", "", path.read_text(errors="replace"))
+    return "\n".join(line[:300] for line in text.splitlines()[-lines:])
+
+
+async def _broker_state(
+    bootstrap: str, topic: str
+) -> tuple[dict[int, int | None], dict[int, dict[int, set[str]]]]:
+    """Per partition: the worker group's committed offset, and the event ids of each message."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id="auditstream-worker", enable_auto_commit=False
+    )
+    await consumer.start()
+    messages: dict[int, dict[int, set[str]]] = {}
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or set())]
+        consumer.assign(tps)
+        committed = {tp.partition: await consumer.committed(tp) for tp in tps}
+        await consumer.seek_to_beginning(*tps)
+        while batch := await consumer.getmany(timeout_ms=3000):
+            for tp, records in batch.items():
+                for m in records:
+                    ids = {str(orjson.loads(line)["event_id"]) for line in (m.value or b"").splitlines()}
+                    messages.setdefault(tp.partition, {})[m.offset] = ids
+    finally:
+        await consumer.stop()
+    return committed, messages
+
+
+def diagnose(svc: Service, where: str, accepted: set[str]) -> str:
+    """What the service holds when the events are not all stored: for a failure report."""
+    out = []
+    stored = stored_ids(svc, where)
+    missing = accepted - stored
+    out.append(f"accepted {len(accepted)}, stored distinct {len(stored)}, missing {len(missing)}")
+    out.append(f"dead_letters: {svc.scalar('SELECT count() FROM dead_letters')}")
+    for name in ("replayed", "replay_retained", "replay_dropped"):
+        metric = f"auditstream_ingest_{name}_events"
+        out.append(f"{metric} = {svc.metric(metric)}")
+    bootstrap = (svc.data_dir / "run" / "broker.addr").read_text().strip()
+    try:
+        committed, messages = asyncio.run(_broker_state(bootstrap, "auditstream.extension"))
+        out.append(f"worker group's committed offsets on the broker now: {committed}")
+        for partition, ids in sorted(messages.items()):
+            holding = sorted(offset for offset, message in ids.items() if message & missing)
+            where_missing = f"{len(holding)} at {holding[0]}..{holding[-1]}" if holding else "none"
+            out.append(
+                f"partition {partition}: offsets {min(ids)}..{max(ids)}, "
+                f"{len(set().union(*ids.values()))} event ids; messages with missing events: {where_missing}"
+            )
+    except Exception as exc:  # a report, not a check
+        out.append(f"broker state unavailable: {exc!r}")
+    with contextlib.suppress(Exception):
+        lag = {k: v for k, v in worker_metrics(svc).items() if "lag" in k and "extension" in k}
+        out.append(f"worker lag: {lag}")
+    for pid in sorted((svc.data_dir / "run").glob("*.pid")):
+        out.append(f"{pid.name}: {pid.read_text()}")
+    logs = svc.data_dir / "logs"
+    for name in ("worker-0", "ingest", "broker"):
+        out.append(f"--- {name}.log ---\n{_tail(logs / f'{name}.log')}")
+    for up in svc.data_dir.parent.glob("up-*.log"):
+        out.append(f"--- {up.name} ---\n{_tail(up)}")
+    return "\n".join(out)
