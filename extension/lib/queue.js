@@ -6,6 +6,7 @@
 export const MAX_BATCH = 100;
 export const MAX_QUEUED = 20000;
 const BASE_BACKOFF_S = 2;
+const POST_TIMEOUT_MS = 30000; // a request that hangs must not hold the outbox
 const MAX_BACKOFF_S = 600;
 
 export const EMPTY_STATE = { outbox: [], queued: 0, sent: 0, dropped: 0, rejected: 0, retry_at: 0, failures: 0, last_error: "" };
@@ -83,6 +84,7 @@ export class Outbox {
         method: "POST",
         headers: { "Content-Type": "application/json", Authorization: `Bearer ${key}` },
         body: JSON.stringify(batch),
+        signal: AbortSignal.timeout(POST_TIMEOUT_MS),
       });
     } catch (err) {
       return { done: false, error: `network: ${String(err && err.message ? err.message : err).slice(0, 200)}` };

@@ -81,17 +81,18 @@ def search_url(engine: str, name: str, query: str = "test query", **params: str)
 async def extension_worker(browser: Browser) -> AsyncIterator[Session]:
     """A session on the extension's service worker, once Chromium has started it and its
     extension APIs are there (a worker target shows up a moment before ``chrome`` does)."""
-    async with asyncio.timeout(60):
-        target = None
+    target = None
+    async with asyncio.timeout(60):  # the discovery only: the session itself may last
         while target is None:
             found = [t for t in await browser.targets() if t["type"] == "service_worker"]
             target = next((t for t in found if t["url"].startswith("chrome-extension://")), None)
             if target is None:
                 await asyncio.sleep(0.1)  # wait-ok: polling Chromium's target list for a condition
-        async with browser.attach(target) as worker:
+    async with browser.attach(target) as worker:
+        async with asyncio.timeout(60):
             while not await worker.evaluate("typeof chrome === 'object' && Boolean(chrome.storage)"):
                 await asyncio.sleep(0.1)  # wait-ok: polling for the worker's extension APIs
-            yield worker
+        yield worker
 
 
 READY = """new Promise(resolve => {

@@ -84,7 +84,8 @@ class CuttableProxy:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self.forward)
-        self.runner = web.AppRunner(app)
+        # shutdown_timeout: a cut closes the browser's keep-alive connections at once
+        self.runner = web.AppRunner(app, shutdown_timeout=0.1)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", self.port, reuse_address=True)
         await site.start()
@@ -216,6 +217,13 @@ DRAINED = """new Promise(resolve => {
 outage left, as a volunteer would from the popup)."""
 
 
+DECLINED = """new Promise(resolve => {
+  const check = async () => {
+    const s = await chrome.storage.local.get(null);
+    s.enrollment.status === 'declined' ? resolve(s.install.install_id) : setTimeout(check, 50);
+  };
+  check();
+})"""
 QUEUED = "chrome.storage.local.get('outbox').then(s => s.outbox)"
 
 CLICK_PREVENTED = "document.addEventListener('click', e => e.preventDefault())"  # stay on the page
@@ -270,7 +278,7 @@ def test_a_volunteer_session_arrives_exactly_once_through_a_network_cut(tmp_path
         expected: list[tuple[Any, ...]] = []
         queries: set[str] = set()
 
-        async def session() -> tuple[str, list[tuple[str, str, bytes]]]:
+        async def session() -> tuple[str, str, list[tuple[str, str, bytes]]]:
             texts = {name: decode(lab.html()) for name, lab in PAGES.items()}
             async with (
                 proxy_to(svc.url) as proxy,
@@ -301,9 +309,21 @@ def test_a_volunteer_session_arrives_exactly_once_through_a_network_cut(tmp_path
                             await visit(tab, engine, name, query_for(install_id, arm, queries), arm, expected)
                     status = await worker.evaluate(DRAINED)
                     assert status["dropped"] == 0 and status["rejected"] == 0, status
-                    return install_id, proxy.requests
+                # A second person declines: recorded as declined, and their searches send nothing.
+                async with (
+                    chromium(chromium_args(str(extension), port)) as browser,
+                    extension_worker(browser) as worker,
+                ):
+                    await worker.evaluate(BUILD_STORED)
+                    await join(browser, await worker.evaluate("chrome.runtime.id"), decline=True)
+                    declined = await worker.evaluate(DECLINED)
+                    async with browser.tab() as tab:
+                        await tab.navigate(search_url("google", GOOGLE_PAGES[0], "declined search"))
+                        await tab.evaluate(READY)
+                    assert (await worker.evaluate(DRAINED))["sent"] == 1  # the declined answer only
+                return install_id, declined, proxy.requests
 
-        install_id, requests = asyncio.run(session())
+        install_id, declined_id, requests = asyncio.run(session())
         where = f"FROM extension_events WHERE experiment_id = '{EXPERIMENT}'"
         wait_for(lambda: svc.scalar(f"SELECT count() {where}") >= len(expected), 180, "every event stored")
         rows = svc.sql(
@@ -327,6 +347,15 @@ def test_a_volunteer_session_arrives_exactly_once_through_a_network_cut(tmp_path
             ["de", "en"],
             "daily",
         )
+        declined_where = f"FROM install_profiles WHERE install_id = '{declined_id}'"
+        wait_for(lambda: svc.sql(f"SELECT consent {declined_where}"), 60, "the declined answer stored")
+        refused = svc.sql(f"SELECT consent, age_band, search_languages {declined_where}")[0]
+        assert (refused["consent"], refused["age_band"], refused["search_languages"]) == (
+            "declined",
+            None,
+            [],
+        )
+        assert svc.scalar(f"SELECT count() FROM extension_events WHERE install_id = '{declined_id}'") == 0
 
         # Privacy: no request holds a query, a result URL or a page title, in its bytes or in
         # any string of its JSON (where escapes could hide text from a byte search).

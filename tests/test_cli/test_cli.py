@@ -60,7 +60,12 @@ def test_schema_export_writes_valid_json_schemas(tmp_path: Path) -> None:
     result = runner.invoke(app, ["schema", "export", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert "click.schema.json" in names and "event.schema.json" in names and len(names) == 7
+    assert (
+        "click.schema.json" in names
+        and "event.schema.json" in names
+        and "install_profile.schema.json" in names
+    )
+    assert len(names) == 8  # one per event type, and the union
     click = json.loads((tmp_path / "click.schema.json").read_text())
     assert click["additionalProperties"] is False
     assert "query" not in click["properties"] and "url" not in click["properties"]
