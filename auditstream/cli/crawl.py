@@ -11,12 +11,9 @@ import asyncio
 import inspect
 import logging
 import os
-import re
-import secrets
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -31,13 +28,14 @@ from collectors.common.metrics import serve as serve_metrics
 
 if TYPE_CHECKING:
     from collectors.autocomplete.crawler import CrawlSummary
-    from collectors.autocomplete.engines import EngineAdapter
-    from collectors.autocomplete.politeness import Politeness
-    from collectors.autocomplete.state import CrawlJournal
+    from collectors.autocomplete.runner import CrawlHooks, CrawlPlan
+    from collectors.autocomplete.state import CrawlJournal, CrawlStore
     from collectors.common.sinks import EventSink
     from collectors.serp.crawler import RoundReport, StudySummary
+    from collectors.serp.study import Study
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 app = typer.Typer(
     help="Autocomplete crawls (RAI) and lock-step SERP studies: run, list and re-parse.",
     no_args_is_help=True,
@@ -93,11 +91,6 @@ def _sink(out: Path | None, url: str, api_key: str | None) -> EventSink:
     return IngestSink(url, key)
 
 
-def new_crawl_id(now: datetime | None = None, study: str = "ac") -> str:
-    """``ac-<UTC time>-<4 hex>``: one id for every root and engine of a round."""
-    return f"{study}-{(now or datetime.now(UTC)):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
-
-
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[str, str, int, int], None] | None]:
     """A rich progress bar per (engine, root); its total grows as the crawl discovers nodes."""
@@ -136,101 +129,104 @@ def _print_summary(summary: CrawlSummary) -> None:
     console.print(f"requests: {summary.requests}")
 
 
-async def _run_one(
-    journal: CrawlJournal,
-    adapters: list[EngineAdapter],
-    archive_dir: Path,
-    sink: EventSink,
-    politeness: Politeness,
-    show_progress: bool,
-) -> CrawlSummary:
-    from collectors.autocomplete.crawler import run_crawl
-    from collectors.common.archive import Archive
-
-    def notify(message: str) -> None:
-        console.print(f"[yellow]{message}")
-
-    with _progress(show_progress) as on_progress:
-        return await run_crawl(
-            journal,
-            adapters,
-            archive=Archive(archive_dir),
-            sink=sink,
-            politeness=politeness,
-            on_progress=on_progress,
-            notify=notify,
-        )
-
-
-def _adapters(journal: CrawlJournal, endpoints: dict[str, str]) -> list[EngineAdapter]:
-    from collectors.autocomplete.engines import resolve
-
-    p = journal.params
-    return resolve(
-        [e for e, _ in p.engines],
-        dict(p.engines),
-        endpoints,
-        lang=p.lang,
-        market=p.market,
-        crawl_id=p.crawl_id,
-    )
-
-
 def _describe(journal: CrawlJournal) -> str:
     done = sum(1 for _ in journal.of("node"))
     return f"crawl {journal.params.crawl_id} (started {journal.params.created_at}, {done} nodes done)"
 
 
+RootsOpt = Annotated[
+    Path | None,
+    typer.Option(exists=True, dir_okay=False, help="File of root queries, one per line (# comments allowed)"),
+]
+FormatOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--format",
+        help="Response format per engine, e.g. google:firefox or bing:osjson (defaults: google:psy-ab, "
+        "bing:as); repeatable or comma-separated",
+    ),
+]
+EndpointOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Base URL override, ENGINE[:FORMAT]=URL (a URL without path keeps the real path); repeatable"
+    ),
+]
+ScheduleOpt = Annotated[
+    str | None, typer.Option(help="Run a round at these UTC times of day, e.g. 09:00,18:00, until stopped")
+]
+OutOpt = Annotated[
+    Path | None, typer.Option(help="Append events to this JSON Lines file instead of posting them")
+]
+FreshOpt = Annotated[
+    bool, typer.Option(help="Start a new crawl even if one with the same roots/engines is unfinished")
+]
+CrawlIdOpt = Annotated[str | None, typer.Option(help="Id of the new crawl (default ac-<UTC time>-<hex>)")]
+TrimOpt = Annotated[
+    str,
+    typer.Option(help="Trimming rule named in crawl_completed: first_last_word, all_words, any_word, none"),
+]
+BreakerOpt = Annotated[int, typer.Option(help="Consecutive blocked answers that pause an engine")]
+StudyOpt = Annotated[
+    str,
+    typer.Option(
+        help="Name new crawl ids <study>-<UTC time>-<hex>, so `report autocomplete --study <study>-` selects "
+        "them (also with --schedule)"
+    ),
+]
+MetricsPortOpt = Annotated[
+    int, typer.Option(help="Serve the crawler's Prometheus metrics on this port while it runs (0 = off)")
+]
+LogLevelOpt = Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR")]
+
+
+def _crawler_dirs(
+    kind: str,
+    log_level: str,
+    metrics_port: int,
+    data_dir: Path | None,
+    state_dir: Path | None,
+    archive_dir: Path | None,
+) -> tuple[Path, Path]:
+    """Logging and metrics set up for a crawl; its state and archive folders."""
+    _setup_logging(log_level)
+    serve_metrics(metrics_port)
+    return _dirs(data_dir, state_dir, archive_dir, kind)
+
+
+def _run_interruptible(work: Coroutine[Any, Any, R], interrupted: Callable[[], str]) -> R:
+    """Run a crawl; Ctrl-C exits 130 saying how to resume, a crawl error exits 1."""
+    from collectors.common.exceptions import CrawlError
+
+    try:
+        return asyncio.run(work)
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted; state saved{interrupted()}")
+        raise typer.Exit(130) from None
+    except CrawlError as exc:
+        raise fail(escape(str(exc))) from None
+
+
 @app.command()
 @_reflowed
 def autocomplete(
-    roots: Annotated[
-        Path | None,
-        typer.Option(
-            exists=True, dir_okay=False, help="File of root queries, one per line (# comments allowed)"
-        ),
-    ] = None,
+    ctx: typer.Context,
+    roots: RootsOpt = None,
     engine: Annotated[str, typer.Option(help="Engines, comma-separated: google, bing")] = "google,bing",
-    format_: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--format",
-            help="Response format per engine, e.g. google:firefox or bing:osjson "
-            "(defaults: google:psy-ab, bing:as); repeatable or comma-separated",
-        ),
-    ] = None,
+    format_: FormatOpt = None,
     max_depth: Annotated[int, typer.Option(help="Deepest level submitted (root = 0, max 16)")] = 8,
     node_cap: Annotated[int, typer.Option(help="Most nodes submitted per root (0 = no cap)")] = 2000,
-    schedule: Annotated[
-        str | None,
-        typer.Option(help="Run a round at these UTC times of day, e.g. 09:00,18:00, until stopped"),
-    ] = None,
-    endpoint: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Base URL override, ENGINE[:FORMAT]=URL (a URL without path keeps the real path); repeatable"
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option(help="Append events to this JSON Lines file instead of posting them")
-    ] = None,
+    schedule: ScheduleOpt = None,
+    endpoint: EndpointOpt = None,
+    out: OutOpt = None,
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKey = None,
     resume: Annotated[str | None, typer.Option(help="Resume this crawl id from its saved state")] = None,
-    fresh: Annotated[
-        bool, typer.Option(help="Start a new crawl even if one with the same roots/engines is unfinished")
-    ] = False,
-    crawl_id: Annotated[
-        str | None, typer.Option(help="Id of the new crawl (default ac-<UTC time>-<hex>)")
-    ] = None,
+    fresh: FreshOpt = False,
+    crawl_id: CrawlIdOpt = None,
     lang: Annotated[str, typer.Option(help="Google hl= language")] = "en",
     market: Annotated[str, typer.Option(help="Bing mkt= market")] = "en-US",
-    trimming_rule: Annotated[
-        str,
-        typer.Option(
-            help="Trimming rule named in crawl_completed: first_last_word, all_words, any_word, none"
-        ),
-    ] = "first_last_word",
+    trimming_rule: TrimOpt = "first_last_word",
     rate: Annotated[float, typer.Option(help="Requests per second per engine (0 = unlimited)")] = 1.0,
     jitter: Annotated[float, typer.Option(help="Extra random gap, as a fraction of 1/rate")] = 0.5,
     concurrency: Annotated[int, typer.Option(help="Requests in flight per engine")] = 2,
@@ -238,26 +234,16 @@ def autocomplete(
     backoff: Annotated[float, typer.Option(help="First retry delay in seconds (doubles each retry)")] = 1.0,
     backoff_max: Annotated[float, typer.Option(help="Longest retry delay in seconds")] = 60.0,
     timeout: Annotated[float, typer.Option(help="Seconds per request")] = 10.0,
-    breaker_threshold: Annotated[
-        int, typer.Option(help="Consecutive blocked answers that pause an engine")
-    ] = 5,
+    breaker_threshold: BreakerOpt = 5,
     breaker_cooldown: Annotated[float, typer.Option(help="Seconds an engine pauses when blocked")] = 300.0,
     seed: Annotated[int | None, typer.Option(help="Seed of the timing jitter")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar per root")] = True,
     data_dir: DataDir = None,
     state_dir: StateDir = None,
     archive_dir: ArchiveDir = None,
-    study: Annotated[
-        str,
-        typer.Option(
-            help="Name new crawl ids <study>-<UTC time>-<hex>, so `report autocomplete --study <study>-` "
-            "selects them (also with --schedule)"
-        ),
-    ] = "ac",
-    metrics_port: Annotated[
-        int, typer.Option(help="Serve the crawler's Prometheus metrics on this port while it runs (0 = off)")
-    ] = 0,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR")] = "WARNING",
+    study: StudyOpt = "ac",
+    metrics_port: MetricsPortOpt = 0,
+    log_level: LogLevelOpt = "WARNING",
 ) -> None:
     """Breadth-first crawl of autocomplete suggestions from each root (RAI).
 
@@ -271,107 +257,47 @@ def autocomplete(
     Nodes done before the interruption are not sent again, so resume with the same
     --out or --url (`auditstream crawl reparse` can re-send a whole crawl).
     """
-    from collectors.autocomplete.crawler import check_params
-    from collectors.autocomplete.engines import resolve
-    from collectors.autocomplete.politeness import Politeness
-    from collectors.autocomplete.schedule import parse_schedule, run_on_schedule
-    from collectors.autocomplete.state import CrawlParams, CrawlStore, read_roots
-    from collectors.common.endpoints import parse_pairs
+    from collectors.autocomplete import runner
+
+    states, archive = _crawler_dirs("autocomplete", log_level, metrics_port, data_dir, state_dir, archive_dir)
+    store, sink = runner.CrawlStore(states), _sink(out, url, api_key)
+    plan = _plan_crawl(ctx.params, store)
+    current = {"id": plan.first.params.crawl_id if plan.first else ""}
+    limits, hooks = runner.politeness_of(ctx.params), _crawl_hooks(current, progress)
+    work = runner.run_planned(plan, store, sink=sink, politeness=limits, archive_dir=archive, hooks=hooks)
+    _run_interruptible(work, lambda: f": resume with --resume {current['id']}" if current["id"] else "")
+
+
+def _plan_crawl(options: dict[str, Any], store: CrawlStore) -> CrawlPlan:
+    """The crawl the options ask for; a mistake in them exits 2 before anything is sent."""
+    from collectors.autocomplete.runner import CrawlRequest, plan_crawl
     from collectors.common.exceptions import CrawlError
 
-    _setup_logging(log_level)
-    states, archive_path = _dirs(data_dir, state_dir, archive_dir)
-    store = CrawlStore(states)
-    politeness = Politeness(
-        rate=rate,
-        jitter=jitter,
-        concurrency=concurrency,
-        max_retries=retries,
-        backoff_base=backoff,
-        backoff_max=backoff_max,
-        timeout_s=timeout,
-        breaker_threshold=breaker_threshold,
-        breaker_cooldown_s=breaker_cooldown,
-        breaker_max_cooldown_s=max(breaker_cooldown * 8, breaker_cooldown),
-        seed=seed,
-    )
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}", study):
-        raise fail("--study: letters, digits, '_', '.', '-' (at most 41), starting with a letter or digit", 2)
-    serve_metrics(metrics_port)
-    sink = _sink(out, url, api_key)
     try:
-        endpoints = parse_pairs(endpoint or [], "endpoint", "=")
-        times = parse_schedule(schedule) if schedule else None
-        if times and (crawl_id or resume):
-            raise fail("--schedule starts a new crawl id every round: drop --crawl-id/--resume", 2)
-        first: CrawlJournal | None
-        if resume:
-            first = store.open(resume)
-            template = first.params
-        else:
-            if roots is None:
-                raise fail("pass --roots FILE (or --resume CRAWL_ID)", 2)
-            engines = [e.strip() for e in engine.split(",") if e.strip()]
-            formats = parse_pairs(format_ or [], "format", ":")
-            chosen = resolve(engines, formats, endpoints)
-            template = CrawlParams(
-                crawl_id=crawl_id or new_crawl_id(study=study),
-                roots=read_roots(roots.read_text(encoding="utf-8").splitlines()),
-                engines=tuple((a.engine, a.format) for a in chosen),
-                max_depth=max_depth,
-                node_cap=node_cap or None,
-                trimming_rule=trimming_rule,
-                lang=lang,
-                market=market,
-                study=study,
-            )
-            check_params(template)
-            unfinished = None if fresh else store.find_unfinished(template.fingerprint)
-            first = store.open(unfinished.params.crawl_id) if unfinished else None
-            if first is None and not times:
-                first = store.create(template)
-        if first is not None:
-            _adapters(first, endpoints)  # a bad --endpoint fails now, not mid-crawl
+        return plan_crawl(CrawlRequest.of(options), store)
     except CrawlError as exc:
         raise fail(str(exc), 2) from None
 
-    current = {"id": first.params.crawl_id if first else ""}
 
-    async def run(journal: CrawlJournal) -> None:
+def _crawl_hooks(current: dict[str, str], progress: bool) -> CrawlHooks:
+    """What a terminal shows of a crawl run: start and end lines, tables, progress bars."""
+    from collectors.autocomplete.runner import CrawlHooks
+
+    def started(journal: CrawlJournal) -> None:
         current["id"] = journal.params.crawl_id
-        with journal:
-            if journal.finished_at:
-                console.print(f"{_describe(journal)} is already finished")
-                return
-            console.print(f"crawling: {_describe(journal)}")
-            summary = await _run_one(
-                journal, _adapters(journal, endpoints), archive_path, sink, politeness, progress
-            )
-        _print_summary(summary)
+        console.print(f"crawling: {_describe(journal)}")
 
-    async def main() -> None:
-        try:
-            if first is not None:
-                await run(first)
-            if times:
+    def already_done(journal: CrawlJournal) -> None:
+        current["id"] = journal.params.crawl_id
+        console.print(f"{_describe(journal)} is already finished")
 
-                async def job(at: datetime) -> None:
-                    now = datetime.now(UTC)
-                    params = replace(template, crawl_id=new_crawl_id(now, study), created_at=now.isoformat())
-                    await run(store.create(params))
-
-                await run_on_schedule(times, job, notify=lambda m: console.print(m))
-        finally:
-            await sink.aclose()
-
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        where = f": resume with --resume {current['id']}" if current["id"] else ""
-        console.print(f"[yellow]interrupted; state saved{where}")
-        raise typer.Exit(130) from None
-    except CrawlError as exc:
-        raise fail(str(exc)) from None
+    return CrawlHooks(
+        started=started,
+        finished=_print_summary,
+        already_done=already_done,
+        progress=(lambda: _progress(True)) if progress else None,
+        notify=lambda message: console.print(f"[yellow]{message}"),
+    )
 
 
 @app.command("list")
@@ -440,7 +366,6 @@ def reparse(
     """
     from collectors.common.archive import Archive
     from collectors.common.exceptions import CrawlError
-    from collectors.common.sinks import IngestSink, JsonlSink
 
     if (crawl_id is None) == (study is None):
         raise fail("pass exactly one of --crawl-id (autocomplete) or --study (SERP)", 2)
@@ -451,20 +376,27 @@ def reparse(
         else:
             assert crawl_id is not None
             summary, events = _reparse_autocomplete(crawl_id, states, Archive(archive_path), as_crawl_id)
-        if post:
-            sink = _sink(None, url, api_key)
-            assert isinstance(sink, IngestSink)
-
-            async def send() -> None:
-                for i in range(0, len(events), 500):
-                    await sink.emit(events[i : i + 500])
-
-            asyncio.run(send())
-        else:
-            JsonlSink(out).write(events)
+        _deliver(events, post, out, url, api_key)
     except CrawlError as exc:
         raise fail(str(exc), 2) from None
     console.print(f"{summary}; {len(events)} events {'posted' if post else 'written'}")
+
+
+def _deliver(events: list[dict[str, Any]], post: bool, out: str, url: str, api_key: str | None) -> None:
+    """Post re-parsed events to ingest (500 per request), or write them as JSON Lines."""
+    from collectors.common.sinks import IngestSink, JsonlSink
+
+    if not post:
+        JsonlSink(out).write(events)
+        return
+    sink = _sink(None, url, api_key)
+    assert isinstance(sink, IngestSink)
+
+    async def send() -> None:
+        for i in range(0, len(events), 500):
+            await sink.emit(events[i : i + 500])
+
+    asyncio.run(send())
 
 
 def _reparse_autocomplete(
@@ -555,9 +487,7 @@ def _print_study(summary: StudySummary) -> None:
 @_reflowed
 def serp(
     study: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="The study file (TOML)")],
-    out: Annotated[
-        Path | None, typer.Option(help="Append events to this JSON Lines file instead of posting them")
-    ] = None,
+    out: OutOpt = None,
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKey = None,
     endpoint: Annotated[
@@ -571,10 +501,8 @@ def serp(
     data_dir: DataDir = None,
     state_dir: StateDir = None,
     archive_dir: ArchiveDir = None,
-    metrics_port: Annotated[
-        int, typer.Option(help="Serve the crawler's Prometheus metrics on this port while it runs (0 = off)")
-    ] = 0,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR")] = "WARNING",
+    metrics_port: MetricsPortOpt = 0,
+    log_level: LogLevelOpt = "WARNING",
 ) -> None:
     """Run a personalization study: every profile sends the same query at the same moment.
 
@@ -599,64 +527,66 @@ def serp(
     """
     from collectors.common.endpoints import parse_pairs
     from collectors.common.exceptions import CrawlError
-    from collectors.serp.runner import crawl_study
-    from collectors.serp.schedule import Grid
     from collectors.serp.study import load_study
 
-    _setup_logging(log_level)
     try:
         spec = load_study(study)
         endpoints = parse_pairs(endpoint or [], "endpoint", "=")
-        unknown = set(endpoints) - {spec.study.engine}
-        if unknown:
-            raise fail(f"--endpoint for {sorted(unknown)}, but the study runs {spec.study.engine}", 2)
     except CrawlError as exc:
         raise fail(escape(str(exc)), 2) from None
-    states, archive_path = _dirs(data_dir, state_dir, archive_dir, "serp")
-    serve_metrics(metrics_port)
+    if set(endpoints) - {spec.study.engine}:
+        raise fail(f"--endpoint for {sorted(set(endpoints))}, but the study runs {spec.study.engine}", 2)
+    states, archive = _crawler_dirs("serp", log_level, metrics_port, data_dir, state_dir, archive_dir)
     if check:
-        grid = Grid.of(spec, spec.study.start or datetime.now(UTC))
-        roles = ", ".join(
-            f"{p.id} ({p.role}{': ' + p.treatment if p.treatment else ''})" for p in spec.profiles
-        )
-        console.print(
-            f"study {spec.id} on {spec.study.engine}: {len(spec.queries)} queries, profiles {roles}"
-        )
-        when = "" if spec.study.start else " if it started now"
-        console.print(
-            f"{spec.total_rounds} rounds, spacing {spec.study.spacing:g}s, round deadline "
-            f"{spec.round_timeout:g}s, last slot {grid.end.isoformat()}{when}"
-        )
-        for k in range(min(spec.total_rounds, 5)):
-            query = spec.queries[grid.query_index(k)].text
-            console.print(f"  {grid.round_id(k)} at {grid.slot(k).isoformat()}: {query!r}")
+        _print_study_plan(spec)
         return
-    sink = _sink(out, url, api_key)
+    work = _run_study(
+        spec, states, archive, _sink(out, url, api_key), endpoints.get(spec.study.engine), chromium
+    )
+    _print_study(_run_interruptible(work, lambda: f": run the same command to resume study {spec.id}"))
 
-    async def main() -> StudySummary:
-        try:
-            return await crawl_study(
-                spec,
-                state_dir=states,
-                archive_dir=archive_path,
-                sink=sink,
-                endpoint=endpoints.get(spec.study.engine),
-                chromium=chromium,
-                notify=lambda m: console.print(f"[yellow]{m}"),
-                on_round=_print_round,
-                on_open=lambda s: console.print(
-                    f"study {spec.id}: {len(s.rounds)} of {s.total_rounds} rounds recorded, "
-                    f"{len(s.missed)} missed" + (" (finished)" if s.finished else "")
-                ),
-            )
-        finally:
-            await sink.aclose()
+
+async def _run_study(
+    spec: Study, states: Path, archive: Path, sink: EventSink, endpoint: str | None, chromium: str
+) -> StudySummary:
+    from collectors.serp.runner import crawl_study
 
     try:
-        summary = asyncio.run(main())
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted; state saved: run the same command to resume study {spec.id}")
-        raise typer.Exit(130) from None
-    except CrawlError as exc:
-        raise fail(escape(str(exc))) from None
-    _print_study(summary)
+        return await crawl_study(
+            spec,
+            state_dir=states,
+            archive_dir=archive,
+            sink=sink,
+            endpoint=endpoint,
+            chromium=chromium,
+            notify=lambda m: console.print(f"[yellow]{m}"),
+            on_round=_print_round,
+            on_open=_print_opened,
+        )
+    finally:
+        await sink.aclose()
+
+
+def _print_opened(summary: StudySummary) -> None:
+    finished = " (finished)" if summary.finished else ""
+    console.print(
+        f"study {summary.study_id}: {len(summary.rounds)} of {summary.total_rounds} rounds recorded, "
+        f"{len(summary.missed)} missed{finished}"
+    )
+
+
+def _print_study_plan(spec: Study) -> None:
+    """``crawl serp --check``: the study as understood, and its first slots."""
+    from collectors.serp.schedule import Grid
+
+    grid = Grid.of(spec, spec.study.start or datetime.now(UTC))
+    roles = ", ".join(f"{p.id} ({p.role}{': ' + p.treatment if p.treatment else ''})" for p in spec.profiles)
+    console.print(f"study {spec.id} on {spec.study.engine}: {len(spec.queries)} queries, profiles {roles}")
+    when = "" if spec.study.start else " if it started now"
+    console.print(
+        f"{spec.total_rounds} rounds, spacing {spec.study.spacing:g}s, round deadline "
+        f"{spec.round_timeout:g}s, last slot {grid.end.isoformat()}{when}"
+    )
+    for k in range(min(spec.total_rounds, 5)):
+        query = spec.queries[grid.query_index(k)].text
+        console.print(f"  {grid.round_id(k)} at {grid.slot(k).isoformat()}: {query!r}")
