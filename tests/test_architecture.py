@@ -52,3 +52,15 @@ def test_the_layers_written_in_the_architecture_doc_are_the_checked_ones() -> No
         below = ", ".join(f"`{p}/`" for p in PROJECT if p in allowed) or "—"
         row = f"| `{package}/` | {below} |"
         assert row in doc, f"docs/architecture.md should have the row: {row}"
+
+
+def test_the_command_line_is_a_thin_layer() -> None:
+    """No command function (or helper) in auditstream/cli/ over 60 lines: logic lives below."""
+    long = []
+    for path in sorted((ROOT / "auditstream" / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > 60:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} has {length} lines")
+    assert not long, "\n".join(long)

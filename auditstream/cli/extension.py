@@ -52,8 +52,6 @@ def build(
     Load it unpacked (chrome://extensions, Developer mode, Load unpacked) or distribute the
     zip. The key must be an ingest-scope key: anyone who installs the extension can read it.
     """
-    from collectors.serp.rulebook import export_rules, rules_engines
-
     parts = urlsplit(study_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise fail(f"--study-url must be an http(s) URL, not {study_url!r}", 2)
@@ -68,6 +66,31 @@ def build(
     if not SOURCE.is_dir():
         raise fail(f"the extension's sources are not at {SOURCE} (install auditstream from a checkout)", 2)
 
+    config = {
+        "study_url": study_url.rstrip("/"),
+        "ingest_key": key,
+        "experiment_id": experiment,
+        "study_name": study_name,
+        "consent_text": consent,
+        "test_marks": test_marks,
+        "skip_onboarding_tab": False,
+    }
+    origin = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}/*"
+    _write(out, config, origin)
+    typer.echo(f"wrote the extension for experiment {experiment} at {study_url} to {out}", err=True)
+    if zip_:
+        archive = out.with_suffix(".zip")
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in sorted(out.rglob("*")):
+                if path.is_file():
+                    zf.write(path, path.relative_to(out).as_posix())
+        typer.echo(f"and {archive}", err=True)
+
+
+def _write(out: Path, config: dict[str, object], origin: str) -> None:
+    """The extension's files, its rules exported now, its options, and host access to ``origin``."""
+    from collectors.serp.rulebook import export_rules, rules_engines
+
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -80,29 +103,11 @@ def build(
     (out / "rules").mkdir()
     for engine in rules_engines():
         (out / "rules" / f"{engine}.json").write_text(json.dumps(export_rules(engine), indent=2) + "\n")
-    config = {
-        "study_url": study_url.rstrip("/"),
-        "ingest_key": key,
-        "experiment_id": experiment,
-        "study_name": study_name,
-        "consent_text": consent,
-        "test_marks": test_marks,
-        "skip_onboarding_tab": False,
-    }
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     manifest = json.loads((SOURCE / "manifest.json").read_text())
-    origin = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}/*"
     manifest["host_permissions"] = [p for p in manifest["host_permissions"] if "127.0.0.1" not in p] + [
         origin
     ]
-    if test_marks:
+    if config["test_marks"]:
         manifest["name"] += " (test build)"
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    typer.echo(f"wrote the extension for experiment {experiment} at {study_url} to {out}", err=True)
-    if zip_:
-        archive = out.with_suffix(".zip")
-        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-            for path in sorted(out.rglob("*")):
-                if path.is_file():
-                    zf.write(path, path.relative_to(out).as_posix())
-        typer.echo(f"and {archive}", err=True)

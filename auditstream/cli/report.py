@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -13,6 +13,10 @@ from rich.table import Table
 
 from auditstream.cli.common import fail, result_console
 from auditstream.cli.data import ApiKeyOpt, Format, Url, print_result, run_sql
+
+if TYPE_CHECKING:
+    from analytics.reports.experiment import ExperimentReport, ReportQuery
+    from analytics.stats.arrangement_table import ArmRow, Estimate
 
 app = typer.Typer(
     help="Reports: the minute aggregate (default), an experiment's Figure-3 table, composition.",
@@ -72,6 +76,11 @@ def summary(
     print_result(result, format, title="clicks by original rank (units = click events)")
 
 
+def _ci(estimate: Estimate) -> str:
+    """An estimate with its interval, as the tables show it."""
+    return _fmt(estimate.value, (estimate.ci_low, estimate.ci_high))
+
+
 def _fmt(value: float | None, ci: tuple[float | None, float | None] | None = None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -108,26 +117,12 @@ def experiment(
     format: Format = "table",
 ) -> None:
     """CTR per position and arm, gap and distortion against control, 95% clustered-bootstrap CIs."""
-    from analytics.reports.experiment import (
-        BOX_BASELINE,
-        ReportQuery,
-        experiment_report,
-        flatten,
-        parse_moment,
-        report_statements,
-    )
+    from analytics.reports.experiment import experiment_report, report_statements
 
+    query = _report_query(
+        experiment_id, engine, burn_in_days, not include_unidentified, subset, since, until, unit_mode
+    )
     try:
-        query = ReportQuery(
-            experiment_id,
-            engine,
-            burn_in_days,
-            not include_unidentified,
-            subset,
-            parse_moment(since) if since else None,
-            parse_moment(until) if until else None,
-            unit_mode,
-        )
         statements = report_statements(query)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
@@ -135,30 +130,69 @@ def experiment(
     if not results["per_install"]:
         raise fail(f"no units for {experiment_id} on {engine} after preprocessing", 1)
     report = experiment_report(results, ranks, seed, baseline)
-    table, shares, pp = report.figure3, report.shares, report.performative_power_lower_bound
     if format in ("json", "csv"):
-        records = flatten(table)
-        if format == "json":
-            doc = {
-                "baseline": baseline,
-                "arms": records,
-                "box_subset": {"baseline": BOX_BASELINE, "arms": flatten(report.box)},
-                "element_shares": shares,
-                "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
-                "preprocessing": report.drops,
-            }
-            emit_json(doc)
-        else:
-            columns = list(records[0].keys()) if records else []
-            print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
+        _emit_experiment(report, baseline, format)
+    else:
+        _print_experiment(report, f"{experiment_id} · {engine} · subset {subset}", ranks)
+
+
+def _report_query(
+    experiment_id: str,
+    engine: str,
+    burn_in_days: int,
+    identified_only: bool,
+    subset: str,
+    since: str | None,
+    until: str | None,
+    unit_mode: str,
+) -> ReportQuery:
+    """The report's selection from the command's options; a bad option exits 2."""
+    from analytics.reports.experiment import ReportQuery, parse_moment
+
+    try:
+        return ReportQuery(
+            experiment_id,
+            engine,
+            burn_in_days,
+            identified_only,
+            subset,
+            parse_moment(since) if since else None,
+            parse_moment(until) if until else None,
+            unit_mode,
+        )
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+
+
+def _emit_experiment(report: ExperimentReport, baseline: str, format: str) -> None:
+    from analytics.reports.experiment import BOX_BASELINE, flatten
+
+    records = flatten(report.figure3)
+    if format == "csv":
+        columns = list(records[0].keys()) if records else []
+        print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
         return
+    pp = report.performative_power_lower_bound
+    emit_json(
+        {
+            "baseline": baseline,
+            "arms": records,
+            "box_subset": {"baseline": BOX_BASELINE, "arms": flatten(report.box)},
+            "element_shares": report.shares,
+            "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
+            "preprocessing": report.drops,
+        }
+    )
+
+
+def _print_experiment(report: ExperimentReport, title: str, ranks: int) -> None:
     console = result_console()
     ctr_table = Table(
         "arm",
         "units",
         "installs",
         *(f"CTR c{i}" for i in range(1, ranks + 1)),
-        title=f"{experiment_id} · {engine} · subset {subset}: CTR with 95% CI",
+        title=f"{title}: CTR with 95% CI",
     )
     gap_table = Table(
         "arm",
@@ -166,26 +200,18 @@ def experiment(
         *(f"beta c{i}" for i in range(1, 4)),
         title="performativity gap and algorithmic distortion against control",
     )
-    for row in table:
-        ctr_table.add_row(
-            row.arm,
-            str(row.units),
-            str(row.installs),
-            *(_fmt(e.value, (e.ci_low, e.ci_high)) for e in row.ctr),
-        )
+    for row in report.figure3:
+        ctr_table.add_row(row.arm, str(row.units), str(row.installs), *(_ci(e) for e in row.ctr))
         if row.delta:
-            gap_table.add_row(
-                row.arm,
-                *(_fmt(e.value, (e.ci_low, e.ci_high)) for e in row.delta[:3]),
-                *(_fmt(e.value, (e.ci_low, e.ci_high)) for e in row.beta[:3]),
-            )
+            gap_table.add_row(row.arm, *(_ci(e) for e in row.delta[:3]), *(_ci(e) for e in row.beta[:3]))
     console.print(ctr_table)
     console.print(gap_table)
+    pp = report.performative_power_lower_bound
     if not math.isnan(pp):
         console.print(f"performative power, lower bound (max |delta c1|): {pp:.3f}")
     columns = ["arm", "organic", "ad", "shopping_box", "ssr", "other"]
     print_result(
-        {"columns": columns, "rows": [[s[c] for c in columns] for s in shares]},
+        {"columns": columns, "rows": [[s[c] for c in columns] for s in report.shares]},
         "table",
         title="share of clicks by element type",
     )
@@ -218,67 +244,53 @@ def timeline(
 
     JSON and CSV carry every position c1..c10; the table shows --rank.
     """
-    from analytics.reports.experiment import (
-        ReportQuery,
-        flatten,
-        parse_moment,
-        parse_window,
-        timeline_from_rows,
-    )
+    from analytics.reports.experiment import parse_window, timeline_from_rows
 
+    query = _report_query(experiment_id, engine, burn_in_days, True, subset, since, until, unit_mode)
     try:
         window_s = parse_window(window)
-        query = ReportQuery(
-            experiment_id,
-            engine,
-            burn_in_days,
-            True,
-            subset,
-            parse_moment(since) if since else None,
-            parse_moment(until) if until else None,
-            unit_mode,
-        )
         statement = query.windows_sql(window_s)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
     if not 1 <= rank <= 10:
         raise fail("--rank must be between 1 and 10", 2)
-    result = run_sql(url, api_key, statement)
-    rows = as_dicts(result)
+    rows = as_dicts(run_sql(url, api_key, statement))
     if not rows:
         raise fail(f"no units for {experiment_id} on {engine} in that range after preprocessing", 1)
     timeline_rows = timeline_from_rows(rows, 10, seed, baseline)
     stamp = {start: datetime.fromtimestamp(start, UTC).isoformat() for start, _ in timeline_rows}
-    if format == "json":
-        doc = {
-            "window_seconds": window_s,
-            "baseline": baseline,
-            "windows": [{"window_start": stamp[s], "arms": flatten(t)} for s, t in timeline_rows],
-        }
-        emit_json(doc)
+    if format in ("json", "csv"):
+        _emit_timeline(timeline_rows, stamp, window_s, baseline, format)
         return
-    if format == "csv":
-        records = [{"window_start": stamp[s], **r} for s, t in timeline_rows for r in flatten(t)]
-        columns = list(dict.fromkeys(c for r in records for c in r))
-        print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
-        return
+    title = f"{experiment_id} · {engine} · subset {subset} · {window} windows, 95% CI"
     out = Table(
-        "window start (UTC)",
-        "arm",
-        "units",
-        f"CTR c{rank}",
-        f"delta c{rank}",
-        f"beta c{rank}",
-        title=f"{experiment_id} · {engine} · subset {subset} · {window} windows, 95% CI",
+        "window start (UTC)", "arm", "units", f"CTR c{rank}", f"delta c{rank}", f"beta c{rank}", title=title
     )
     for start, table in timeline_rows:
         for row in table:
-            cells = [_fmt(e.value, (e.ci_low, e.ci_high)) for e in (row.ctr[rank - 1],)]
+            cells = [_ci(row.ctr[rank - 1])]
             for series in (row.delta, row.beta):
-                e = series[rank - 1] if series else None
-                cells.append(_fmt(e.value, (e.ci_low, e.ci_high)) if e else "-")
+                cells.append(_ci(series[rank - 1]) if series else "-")
             out.add_row(stamp[start], row.arm, str(row.units), *cells)
     result_console().print(out)
+
+
+def _emit_timeline(
+    timeline_rows: list[tuple[int, list[ArmRow]]],
+    stamp: dict[int, str],
+    window_s: int,
+    baseline: str,
+    format: str,
+) -> None:
+    from analytics.reports.experiment import flatten
+
+    if format == "json":
+        windows = [{"window_start": stamp[s], "arms": flatten(t)} for s, t in timeline_rows]
+        emit_json({"window_seconds": window_s, "baseline": baseline, "windows": windows})
+        return
+    records = [{"window_start": stamp[s], **r} for s, t in timeline_rows for r in flatten(t)]
+    columns = list(dict.fromkeys(c for r in records for c in r))
+    print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
 
 
 @app.command()
