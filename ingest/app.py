@@ -11,7 +11,7 @@ from core.store import Store, open_store
 from core.store.base import NoStore
 from ingest import board, experiments, handlers
 from ingest.api_keys import KeyFile
-from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.app_state import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.metrics import IngestMetrics
 from ingest.middlewares import observe
 from ingest.producer import EventProducer

@@ -7,7 +7,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from core.store import Store, StoreUnavailable
-from ingest.appkeys import STORE
+from ingest.app_state import STORE
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
 from schemas.experiments import ExperimentConfig, now_utc

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from core.store import QueryResult, StoreError, StoreUnavailable
 from core.store.base import QueryLimits
 from ingest.api_keys import ApiKey
-from ingest.appkeys import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.app_state import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.errors import problem
 from ingest.producer import BrokerUnavailable
 from ingest.validation import validate_batch

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import orjson
 from aiohttp import web
 
-from ingest.appkeys import METRICS
+from ingest.app_state import METRICS
 from ingest.errors import problem
 
 log = logging.getLogger(__name__)

@@ -42,11 +42,22 @@ def result_console() -> Console:
     return console
 
 
-def setup_logging(level: str = "INFO") -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def setup_logging(level: str = "INFO", on: Console | None = None) -> None:
+    """The one logging set-up: timestamped lines for services, or (``on`` a console) lines
+    through rich, so a crawler's log prints above its progress bars."""
+    if on is None:
+        logging.basicConfig(
+            level=getattr(logging, level.upper(), logging.INFO),
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+    else:
+        from rich.logging import RichHandler
+
+        logging.basicConfig(
+            level=getattr(logging, level.upper(), logging.WARNING),
+            format="%(message)s",
+            handlers=[RichHandler(console=on, show_path=False)],
+        )
     for noisy in ("aiokafka", "faust", "mode"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     from ingest import log_privacy

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
@@ -23,7 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from auditstream.cli.common import DataDir, console, fail, load_settings
+from auditstream.cli.common import DataDir, console, fail, load_settings, setup_logging
 from collectors.common.metrics import serve as serve_metrics
 
 if TYPE_CHECKING:
@@ -71,13 +70,7 @@ def _dirs(
 
 def _setup_logging(level: str) -> None:
     """Log through the rich console, so lines print above the progress bars."""
-    from rich.logging import RichHandler
-
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.WARNING),
-        format="%(message)s",
-        handlers=[RichHandler(console=console, show_path=False)],
-    )
+    setup_logging(level, console)
 
 
 def _sink(out: Path | None, url: str, api_key: str | None) -> EventSink:

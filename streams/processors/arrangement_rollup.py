@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 from prometheus_client import Counter, Histogram
 
-from core.store import Store, StoreUnavailable
-from streams.transforms import arrangement_stats
+from core.store import Store
+from core.store.retry import until_done
+from streams.recompute import arrangement_stats
 
 log = logging.getLogger(__name__)
 
@@ -113,21 +114,15 @@ class ArrangementRollup:
             await asyncio.sleep(max(0.0, self.interval_s - (time.monotonic() - started)))
 
     async def _recompute_until_stored(self, due: _Pending) -> None:
-        delay = 0.2
-        while True:
+        async def once() -> None:
             started = time.perf_counter()
-            try:
-                await self.store.execute(arrangement_stats.slices_sql(due.slices))
-            except StoreUnavailable as exc:
-                ROLLUP_ERRORS.labels("unavailable").inc()
-                log.warning("store unavailable for the per-install statistics, retrying: %s", exc)
-            except Exception:
-                # Our statement failed: keep the batches unacknowledged and retry loudly.
-                ROLLUP_ERRORS.labels("error").inc()
-                log.exception("recomputing per-install statistics failed; retrying in %.1fs", delay)
-            else:
-                ROLLUP_SECONDS.observe(time.perf_counter() - started)
-                ROLLUP_BATCHES.observe(len(due.waiters))
-                return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.max_backoff_s)
+            await self.store.execute(arrangement_stats.slices_sql(due.slices))
+            ROLLUP_SECONDS.observe(time.perf_counter() - started)
+            ROLLUP_BATCHES.observe(len(due.waiters))
+
+        await until_done(
+            once,
+            what="recomputing per-install statistics",
+            count=lambda kind: ROLLUP_ERRORS.labels(kind).inc(),
+            max_backoff_s=self.max_backoff_s,
+        )

@@ -22,7 +22,7 @@ from analytics.stats.autocomplete_shocks import Shock, ShockRule, evaluate_round
 from core.store import Store, StoreError, StoreUnavailable
 from schemas.sql import quote
 from streams.detectors.alerts import alert_record
-from streams.transforms.autocomplete_rows import (
+from streams.recompute.autocomplete_rows import (
     CompletedCrawl,
     association_rows,
     churn_rows,

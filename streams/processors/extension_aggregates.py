@@ -9,8 +9,8 @@ from typing import Any
 
 from core.store import Store
 from streams.processors.arrangement_rollup import ArrangementRollup
-from streams.transforms import clicks_by_rank
-from streams.transforms.batch import slice_keys
+from streams.recompute import clicks_by_rank
+from streams.recompute.batch import slice_keys
 
 
 class ExtensionAggregates:

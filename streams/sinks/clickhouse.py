@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from prometheus_client import Counter, Histogram
 
 from core.store import StoreError, StoreUnavailable
+from core.store.retry import until_done
 from schemas.topics import Family
 from streams.processors import AfterStore
+from streams.recompute.batch import DecodedBatch, decode_batch
 from streams.sinks.raw_writer import RawWriter
-from streams.transforms.batch import DecodedBatch, decode_batch
 
 log = logging.getLogger(__name__)
 
@@ -67,21 +68,12 @@ class ClickHouseSink:
         return result
 
     async def _retrying(self, family: Family, batch: DecodedBatch) -> WriteResult:
-        delay = 0.2
-        while True:
-            try:
-                return await self._write_once(family, batch)
-            except StoreUnavailable as exc:
-                SINK_ERRORS.labels(family.raw_table, "unavailable").inc()
-                log.warning("store unavailable, retrying in %.1fs: %s", delay, exc)
-            except Exception:
-                # A statement of ours failed, or a bug: not the data (refused rows are
-                # dead-lettered). Keep the batch unacknowledged and retry, loudly, rather
-                # than drop or skip it.
-                SINK_ERRORS.labels(family.raw_table, "error").inc()
-                log.exception("storing a %s batch failed; retrying in %.1fs", family.name, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.max_backoff_s)
+        return await until_done(
+            lambda: self._write_once(family, batch),
+            what=f"storing a {family.name} batch",
+            count=lambda kind: SINK_ERRORS.labels(family.raw_table, kind).inc(),
+            max_backoff_s=self.max_backoff_s,
+        )
 
     async def _write_once(self, family: Family, batch: DecodedBatch) -> WriteResult:
         raw = await self.writer.write(family, batch)

@@ -17,7 +17,7 @@ from core.store import Store, StoreError
 from schemas.sql import quote
 from schemas.topics import Family
 from streams.metrics import count_stored
-from streams.transforms.batch import DecodedBatch
+from streams.recompute.batch import DecodedBatch
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from analytics.stats.autocomplete import Node
-from streams.transforms.autocomplete_rows import (
+from streams.recompute.autocomplete_rows import (
     CompletedCrawl,
     association_rows,
     churn_rows,

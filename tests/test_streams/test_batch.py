@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 import orjson
 
 from schemas.wire import format_received_at, parse_received_at
-from streams.transforms.batch import decode_batch, slice_keys
-from streams.transforms.clicks_by_rank import recompute_sql
+from streams.recompute.batch import decode_batch, slice_keys
+from streams.recompute.clicks_by_rank import recompute_sql
 
 
 def line(event_id: str, at: str = "2026-11-21 10:00:30.123", **kw: str) -> bytes:

@@ -1,4 +1,6 @@
-"""Typed application keys (aiohttp's "no singletons" pattern)."""
+"""The ingest application's typed state keys (aiohttp's AppKey: its "no singletons" pattern).
+
+Not to be confused with ``api_keys.py``, the clients' API keys."""
 
 from aiohttp import web
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from schemas.sql import quote
-from streams.transforms.clicks_by_rank import MAX_RANK, SLICE_S
+from streams.recompute.clicks_by_rank import MAX_RANK, SLICE_S
 
 COLUMNS = (
     "experiment_id, install_id, slice_start, engine, arm, install_age_days, identified, ads_present, "

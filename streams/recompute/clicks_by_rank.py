@@ -22,7 +22,7 @@ def recompute_sql(keys: Collection[tuple[str, str, int]]) -> str:
         raise ValueError("no keys to recompute")
     lo = min(k[2] for k in keys)
     hi = max(k[2] for k in keys) + SLICE_S
-    in_list = ", ".join(f"({quote(exp)}, {quote(eng)}, {minute})" for exp, eng, minute in keys)
+    in_list = ", ".join(f"({quote(exp)}, {quote(eng)}, {slice_start})" for exp, eng, slice_start in keys)
     per_rank = ", ".join(f"countIf(type = 'click' AND original_rank = {r})" for r in range(1, MAX_RANK + 1))
     return f"""
 INSERT INTO {TABLE}

@@ -1,1 +1,0 @@
-"""Pure functions that turn a batch of decoded events into keys and SQL."""
