@@ -23,7 +23,7 @@ from schemas.topics import ALERTS_SUFFIX, AUTOCOMPLETE, FAMILIES, SERP, Family
 from streams.detectors.alerts import AlertService
 from streams.detectors.identification import IdentificationCheck
 from streams.detectors.srm import SrmCheck
-from streams.metrics import CHECKS, set_lag
+from streams.metrics import WorkerMetrics
 from streams.processors import for_families
 from streams.processors.arrangement_rollup import ArrangementRollup
 from streams.processors.autocomplete_crawls import AutocompleteAnalytics
@@ -110,7 +110,9 @@ async def _ack_when_settled(
             await stream.ack(event)
 
 
-def guarded(check: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], Coroutine[Any, Any, None]]:
+def guarded(
+    check: Callable[[], Coroutine[Any, Any, None]], metrics: WorkerMetrics
+) -> Callable[[], Coroutine[Any, Any, None]]:
     """A periodic check that logs its failures instead of crashing the worker.
 
     faust stops the whole app when a timer raises; a detector that fails once should
@@ -127,14 +129,14 @@ def guarded(check: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], Coro
         except asyncio.CancelledError:
             raise
         except Exception:
-            CHECKS.labels(check.__name__, "error").inc()
+            metrics.checks.labels(check.__name__, "error").inc()
             log.exception("periodic check %s failed; trying again on the next tick", check.__name__)
         else:
-            CHECKS.labels(check.__name__, "ok").inc()
+            metrics.checks.labels(check.__name__, "ok").inc()
 
     async def tick() -> None:
         if running and not running[0].done():
-            CHECKS.labels(check.__name__, "skipped").inc()
+            metrics.checks.labels(check.__name__, "skipped").inc()
             return
         running[:] = [asyncio.create_task(run(), name=f"check-{check.__name__}")]
 
@@ -142,7 +144,8 @@ def guarded(check: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], Coro
     return tick
 
 
-def create_app(settings: Settings, store: Store) -> faust.App:
+def create_app(settings: Settings, store: Store, metrics: WorkerMetrics | None = None) -> faust.App:
+    metrics = metrics or WorkerMetrics.create()
     app = faust.App(
         APP_ID,
         broker=bootstrap_url(settings.kafka_bootstrap),
@@ -174,9 +177,9 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         min_share=settings.shock_min_share,
         min_roots=settings.shock_min_roots,
     )
-    alerts = AlertService(store, publish_alert, settings.alert_webhook_url)
+    alerts = AlertService(store, publish_alert, settings.alert_webhook_url, metrics)
     srm = SrmCheck(store, alerts)
-    rollup = ArrangementRollup(store, settings.rollup_interval_s, MAX_BACKOFF_S, srm.due)
+    rollup = ArrangementRollup(store, settings.rollup_interval_s, MAX_BACKOFF_S, srm.due, metrics)
     processors = for_families(
         store,
         alerts,
@@ -184,7 +187,7 @@ def create_app(settings: Settings, store: Store) -> faust.App:
         shock_rule,
         settings.personalization_round_wait_s,
     )
-    sink = ClickHouseSink(RawWriter(store, settings.dedup_horizon_days), processors, MAX_BACKOFF_S)
+    sink = ClickHouseSink(RawWriter(store, settings.dedup_horizon_days, metrics), processors, MAX_BACKOFF_S)
     autocomplete = processors[AUTOCOMPLETE.name]
     personalization = processors[SERP.name]
     assert isinstance(autocomplete, AutocompleteAnalytics)
@@ -195,15 +198,15 @@ def create_app(settings: Settings, store: Store) -> faust.App:
 
     app.on_before_shutdown.connect(stop_rollup)
 
-    app.timer(CHECK_EVERY_S, name="srm_check")(guarded(srm.check_srm))
+    app.timer(CHECK_EVERY_S, name="srm_check")(guarded(srm.check_srm, metrics))
     app.timer(settings.identification_check_s, name="identification_check")(
-        guarded(IdentificationCheck(store, alerts).check_identification)
+        guarded(IdentificationCheck(store, alerts).check_identification, metrics)
     )
-    app.timer(CHECK_EVERY_S, name="autocomplete_retry")(guarded(autocomplete.retry_pending))
-    app.timer(PERSONALIZATION_EVERY_S, name="personalization_rounds")(guarded(personalization.expire_waiting))
+    app.timer(CHECK_EVERY_S, name="autocomplete_retry")(guarded(autocomplete.retry_pending, metrics))
+    app.timer(PERSONALIZATION_EVERY_S, name="personalization_rounds")(
+        guarded(personalization.expire_waiting, metrics)
+    )
 
-    @app.timer(LAG_EVERY_S, name="consumer_lag")
-    @guarded
     async def measure_lag() -> None:
         """Lag per assigned partition from the fetch responses' high watermark (no extra
         requests: tansu's ListOffsets is unreliable) and faust's committed offset."""
@@ -216,7 +219,9 @@ def create_app(settings: Settings, store: Store) -> faust.App:
             if highwater is not None:
                 lag[(tp.topic, tp.partition)] = max(0, highwater - (committed or 0))
         # replaces every partition's value: revoked partitions disappear
-        set_lag(lag, [(tp.topic, tp.partition) for tp in assignment])
+        metrics.set_lag(lag, [(tp.topic, tp.partition) for tp in assignment])
+
+    app.timer(LAG_EVERY_S, name="consumer_lag")(guarded(measure_lag, metrics))
 
     for family in FAMILIES:
         topic = app.topic(

@@ -85,6 +85,7 @@ def worker(
 
     from core.store import open_store
     from streams.app import create_app
+    from streams.metrics import WorkerMetrics
 
     setup_logging(log_level)
     settings = load_settings(
@@ -95,13 +96,14 @@ def worker(
     )
     if not settings.kafka_bootstrap:
         raise fail("worker needs --kafka-bootstrap (or use `auditstream up`)")
+    metrics = WorkerMetrics.create()
     if settings.worker_metrics_port:
         from prometheus_client import start_http_server
 
-        start_http_server(settings.worker_metrics_port)
+        start_http_server(settings.worker_metrics_port, registry=metrics.registry)
     _use_uvloop()  # faust's per-message overhead is the worker's limit; uvloop cuts it ~25%
     store = open_store(settings)
-    app = create_app(settings, store)
+    app = create_app(settings, store, metrics)
     Worker(app, loglevel=log_level, quiet=True, redirect_stdouts=False).execute_from_commandline()
 
 

@@ -10,14 +10,13 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from prometheus_client import Counter
 
 from core.store import Store
 from schemas.sql import quote
+from streams.metrics import WorkerMetrics
 from streams.sinks.webhook import post_alert
 
 log = logging.getLogger(__name__)
-ALERTS = Counter("auditstream_alerts_raised_total", "Alerts raised by stream detectors", ["kind"])
 
 ALERT_NAMESPACE = uuid.UUID("6f1c2d4e-8a9b-4c3d-9e0f-1a2b3c4d5e6f")
 
@@ -55,7 +54,9 @@ class AlertService:
         store: Store,
         publish: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
         webhook_url: str = "",
+        metrics: WorkerMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or WorkerMetrics.create()
         self.store = store
         self.publish = publish
         self.webhook_url = webhook_url
@@ -70,8 +71,9 @@ class AlertService:
                 return
             log.warning("alert: %s", alert["summary"])
             await self.store.insert_json_rows("alerts", orjson.dumps(alert))
-            ALERTS.labels(alert["kind"]).inc()
+            self.metrics.alerts.labels(alert["kind"]).inc()
             if self.publish is not None:
                 await self.publish(alert)
             if self.webhook_url:
-                await post_alert(self.webhook_url, alert)
+                ok = await post_alert(self.webhook_url, alert)
+                self.metrics.webhook.labels("ok" if ok else "error").inc()

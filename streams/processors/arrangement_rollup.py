@@ -20,25 +20,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from prometheus_client import Counter, Histogram
-
 from core.store import Store
 from core.store.retry import until_done
+from streams.metrics import WorkerMetrics
 from streams.recompute import arrangement_stats
 
 log = logging.getLogger(__name__)
-
-ROLLUP_SECONDS = Histogram(
-    "auditstream_rollup_seconds", "Time of one recompute of the per-install arrangement statistics"
-)
-ROLLUP_BATCHES = Histogram(
-    "auditstream_rollup_batches",
-    "Sink batches covered by one recompute of the per-install statistics",
-    buckets=(1, 2, 4, 8, 16, 32),
-)
-ROLLUP_ERRORS = Counter(
-    "auditstream_rollup_errors_total", "Failed recomputes of the per-install statistics (retried)", ["kind"]
-)
 
 SliceKey = tuple[str, str, int]  # experiment_id, engine, slice start (unix seconds)
 
@@ -63,7 +50,9 @@ class ArrangementRollup:
         interval_s: float = 1.0,
         max_backoff_s: float = 10.0,
         on_done: Callable[[set[str]], None] | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or WorkerMetrics.create()
         self.store = store
         self.interval_s = interval_s
         self.max_backoff_s = max_backoff_s
@@ -117,12 +106,12 @@ class ArrangementRollup:
         async def once() -> None:
             started = time.perf_counter()
             await self.store.execute(arrangement_stats.slices_sql(due.slices))
-            ROLLUP_SECONDS.observe(time.perf_counter() - started)
-            ROLLUP_BATCHES.observe(len(due.waiters))
+            self.metrics.rollup_seconds.observe(time.perf_counter() - started)
+            self.metrics.rollup_batches.observe(len(due.waiters))
 
         await until_done(
             once,
             what="recomputing per-install statistics",
-            count=lambda kind: ROLLUP_ERRORS.labels(kind).inc(),
+            count=lambda kind: self.metrics.rollup_errors.labels(kind).inc(),
             max_backoff_s=self.max_backoff_s,
         )

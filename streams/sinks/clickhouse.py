@@ -17,27 +17,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from prometheus_client import Counter, Histogram
-
 from core.store import StoreError, StoreUnavailable
 from core.store.retry import until_done
 from schemas.topics import Family
+from streams.metrics import WorkerMetrics
 from streams.processors import AfterStore
 from streams.recompute.batch import DecodedBatch, decode_batch
 from streams.sinks.raw_writer import RawWriter
 
 log = logging.getLogger(__name__)
-
-SINK_SECONDS = Histogram(
-    "auditstream_sink_batch_seconds", "Time to store one batch, retries included", ["table"]
-)
-SINK_BATCH = Histogram(
-    "auditstream_sink_batch_events",
-    "Events per sink batch",
-    ["table"],
-    buckets=(1, 10, 50, 100, 500, 1000, 2000, 5000, 10000),
-)
-SINK_ERRORS = Counter("auditstream_sink_errors_total", "Failed store attempts (retried)", ["table", "kind"])
 
 
 @dataclass
@@ -52,8 +40,13 @@ class ClickHouseSink:
     """Writes batches of one event family; retries until ClickHouse takes them."""
 
     def __init__(
-        self, writer: RawWriter, processors: Mapping[str, AfterStore], max_backoff_s: float = 10.0
+        self,
+        writer: RawWriter,
+        processors: Mapping[str, AfterStore],
+        max_backoff_s: float = 10.0,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or writer.metrics
         self.writer = writer
         self.processors = processors
         self.max_backoff_s = max_backoff_s
@@ -62,16 +55,16 @@ class ClickHouseSink:
         """Store a batch; retry with backoff until it is stored, whatever went wrong."""
         started = time.perf_counter()
         batch = decode_batch(values, family.required)
-        SINK_BATCH.labels(family.raw_table).observe(len(values))
+        self.metrics.sink_batch.labels(family.raw_table).observe(len(values))
         result = await self._retrying(family, batch)
-        SINK_SECONDS.labels(family.raw_table).observe(time.perf_counter() - started)
+        self.metrics.sink_seconds.labels(family.raw_table).observe(time.perf_counter() - started)
         return result
 
     async def _retrying(self, family: Family, batch: DecodedBatch) -> WriteResult:
         return await until_done(
             lambda: self._write_once(family, batch),
             what=f"storing a {family.name} batch",
-            count=lambda kind: SINK_ERRORS.labels(family.raw_table, kind).inc(),
+            count=lambda kind: self.metrics.sink_errors.labels(family.raw_table, kind).inc(),
             max_backoff_s=self.max_backoff_s,
         )
 
@@ -92,6 +85,6 @@ class ClickHouseSink:
         except (StoreError, StoreUnavailable):
             raise
         except Exception:
-            SINK_ERRORS.labels(family.raw_table, "analytics").inc()
+            self.metrics.sink_errors.labels(family.raw_table, "analytics").inc()
             log.exception("deriving %s statistics failed for a stored batch; the batch is kept", family.name)
             return None

@@ -11,17 +11,15 @@ import logging
 from dataclasses import dataclass
 
 import orjson
-from prometheus_client import Counter
 
 from core.store import Store, StoreError
 from schemas.sql import quote
 from schemas.topics import Family
-from streams.metrics import count_stored
+from streams.metrics import WorkerMetrics
 from streams.recompute.batch import DecodedBatch
 
 log = logging.getLogger(__name__)
 
-SINK_ROWS = Counter("auditstream_sink_rows_total", "Rows written to raw tables", ["table", "outcome"])
 ID_CHUNK = 5000  # event ids per lookup (~200 KB of SQL), inside max_query_size
 
 
@@ -33,7 +31,10 @@ class RawWrite:
 
 
 class RawWriter:
-    def __init__(self, store: Store, dedup_horizon_days: int = 7) -> None:
+    def __init__(
+        self, store: Store, dedup_horizon_days: int = 7, metrics: WorkerMetrics | None = None
+    ) -> None:
+        self.metrics = metrics or WorkerMetrics.create()
         self.store = store
         self.horizon_days = dedup_horizon_days
 
@@ -50,12 +51,12 @@ class RawWriter:
                 dead += await self._insert_one_by_one(family, fresh)
         if dead:
             await self._dead_letter(family, dead)
-        count_stored(family.name, (e for e in batch.events if e["event_id"] not in existing))
+        self.metrics.count_stored(family.name, (e for e in batch.events if e["event_id"] not in existing))
         n_dead = len(dead)
         inserted = len(fresh) - (n_dead - len(batch.rejects))
-        SINK_ROWS.labels(family.raw_table, "inserted").inc(inserted)
-        SINK_ROWS.labels(family.raw_table, "duplicate").inc(len(existing))
-        SINK_ROWS.labels(family.raw_table, "dead_letter").inc(n_dead)
+        self.metrics.sink_rows.labels(family.raw_table, "inserted").inc(inserted)
+        self.metrics.sink_rows.labels(family.raw_table, "duplicate").inc(len(existing))
+        self.metrics.sink_rows.labels(family.raw_table, "dead_letter").inc(n_dead)
         return RawWrite(inserted=inserted, duplicates=len(existing), dead=n_dead)
 
     async def _existing_ids(self, family: Family, batch: DecodedBatch) -> set[str]:

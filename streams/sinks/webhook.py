@@ -10,10 +10,8 @@ import logging
 from typing import Any
 
 import aiohttp
-from prometheus_client import Counter
 
 log = logging.getLogger(__name__)
-WEBHOOK = Counter("auditstream_alert_webhook_posts_total", "Alert webhook posts by outcome", ["outcome"])
 
 
 async def post_alert(url: str, alert: dict[str, Any], timeout_s: float = 5.0) -> bool:
@@ -30,5 +28,4 @@ async def post_alert(url: str, alert: dict[str, Any], timeout_s: float = 5.0) ->
     else:
         if not ok:
             log.warning("alert webhook answered %s", resp.status)
-    WEBHOOK.labels("ok" if ok else "error").inc()
     return ok
