@@ -207,14 +207,16 @@ ENROLLED = """new Promise(resolve => {
 DRAINED = """new Promise(resolve => {
   const check = async () => {
     const box = (await chrome.storage.local.get('outbox')).outbox;
-    if (box.queued === 0) return resolve(box);
-    await chrome.runtime.sendMessage({kind: 'send_now'}).catch(() => 0);  // the popup's "Send now"
-    setTimeout(check, 200);
+    box.queued === 0 ? resolve(box) : setTimeout(check, 100);
   };
   check();
 })"""
-"""In the service worker: press "Send now" until the outbox is empty (skips the backoff the
-outage left, as a volunteer would from the popup)."""
+"""In the service worker: resolves with the outbox once it is empty."""
+POPUP_SHOWN = """new Promise(resolve => {
+  const shown = () => document.querySelector('#status dd');
+  const check = () => (shown() ? resolve(document.body.innerText) : setTimeout(check, 20));
+  check();
+})"""
 
 
 DECLINED = """new Promise(resolve => {
@@ -222,6 +224,11 @@ DECLINED = """new Promise(resolve => {
     const s = await chrome.storage.local.get(null);
     s.enrollment.status === 'declined' ? resolve(s.install.install_id) : setTimeout(check, 50);
   };
+  check();
+})"""
+LEFT = """new Promise(resolve => {
+  const check = async () => ((await chrome.storage.local.get('enrollment')).enrollment.status === 'left'
+    ? resolve(true) : setTimeout(check, 20));
   check();
 })"""
 QUEUED = "chrome.storage.local.get('outbox').then(s => s.outbox)"
@@ -307,8 +314,22 @@ def test_a_volunteer_session_arrives_exactly_once_through_a_network_cut(tmp_path
                                 await proxy.start()  # ...and comes back four searches later
                             engine = PAGES[name].engine
                             await visit(tab, engine, name, query_for(install_id, arm, queries), arm, expected)
-                    status = await worker.evaluate(DRAINED)
-                    assert status["dropped"] == 0 and status["rejected"] == 0, status
+                    async with browser.tab() as popup:  # the volunteer presses "Send now" in the popup
+                        await popup.navigate(f"chrome-extension://{extension_id}/popup.html")
+                        assert "taking part" in await popup.evaluate(POPUP_SHOWN)
+                        await popup.evaluate("document.getElementById('send').click()")
+                        status = await worker.evaluate(DRAINED)
+                        assert status["dropped"] == 0 and status["rejected"] == 0, status
+                        # then leaves the study: nothing more is recorded or sent
+                        await popup.evaluate(
+                            "window.confirm = () => true; document.getElementById('leave').click()"
+                        )
+                        await worker.evaluate(LEFT)
+                    async with browser.tab() as tab:
+                        await tab.navigate(search_url("google", GOOGLE_PAGES[0], "after leaving"))
+                        await tab.evaluate(READY)
+                    after = await worker.evaluate(QUEUED)
+                    assert (after["queued"], after["sent"]) == (0, status["sent"])
                 # A second person declines: recorded as declined, and their searches send nothing.
                 async with (
                     chromium(chromium_args(str(extension), port)) as browser,
