@@ -7,11 +7,14 @@ service over machines (production) or to restart one part on its own.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from auditstream.cli.common import DataDir, console, fail, load_settings, setup_logging
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 Bootstrap = Annotated[
     str | None,
@@ -35,6 +38,15 @@ def _use_uvloop() -> None:
     uvloop.install()
 
 
+def _service_settings(name: str, log_level: str, **options: Any) -> Settings:
+    """Logging set up and the settings of a service that needs Kafka."""
+    setup_logging(log_level)
+    settings = load_settings(**options)
+    if not settings.kafka_bootstrap:
+        raise fail(f"{name} needs --kafka-bootstrap (or use `auditstream up`)")
+    return settings
+
+
 def ingest(
     host: Annotated[str | None, typer.Option(help="Bind address \\[env: AUDITSTREAM_HOST]")] = None,
     port: Annotated[int | None, typer.Option(help="Port \\[env: AUDITSTREAM_PORT]")] = None,
@@ -49,8 +61,9 @@ def ingest(
 
     from ingest.app import create_app
 
-    setup_logging(log_level)
-    settings = load_settings(
+    settings = _service_settings(
+        "ingest",
+        log_level,
         host=host,
         port=port,
         data_dir=data_dir,
@@ -58,8 +71,6 @@ def ingest(
         store_url=store_url,
         clickhouse_url=clickhouse_url,
     )
-    if not settings.kafka_bootstrap:
-        raise fail("ingest needs --kafka-bootstrap (or use `auditstream up`)")
     _use_uvloop()
     web.run_app(
         create_app(settings),
@@ -87,15 +98,14 @@ def worker(
     from streams.app import create_app
     from streams.metrics import WorkerMetrics
 
-    setup_logging(log_level)
-    settings = load_settings(
+    settings = _service_settings(
+        "worker",
+        log_level,
         data_dir=data_dir,
         kafka_bootstrap=kafka_bootstrap,
         store_url=store_url,
         clickhouse_url=clickhouse_url,
     )
-    if not settings.kafka_bootstrap:
-        raise fail("worker needs --kafka-bootstrap (or use `auditstream up`)")
     metrics = WorkerMetrics.create()
     if settings.worker_metrics_port:
         from prometheus_client import start_http_server
