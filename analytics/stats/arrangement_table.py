@@ -78,7 +78,7 @@ def figure3(
     for r in rows:
         units[r.arm][index[r.install_id]] += r.units
         clicks[r.arm][index[r.install_id], :] += np.asarray(r.clicks[:ranks], dtype=float)
-    w = weights(installs, replicates, seed)  # [install, replicate]
+    w = weights(installs, replicates, seed).astype(np.float64)  # [install, replicate]
 
     point = {a: _ratio(clicks[a].sum(axis=0), np.full(ranks, units[a].sum())) for a in arms}
     boot = {a: _ratio(w.T @ clicks[a], (w.T @ units[a])[:, None]) for a in arms}  # [replicate, rank]

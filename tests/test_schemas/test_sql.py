@@ -22,13 +22,16 @@ def test_migrations_are_versioned_in_order() -> None:
 
 
 def test_view_bootstrap_weights_match_the_python_reference() -> None:
+    """The views in force (0015 replaced those of 0005 and 0006) use ``uniform_sql`` and
+    the Poisson(1) thresholds; the SQL and Python weights agree (tests/integration/
+    test_bootstrap_sql.py)."""
     from importlib import resources
 
-    from analytics.stats.bootstrap import MAX_WEIGHT, POISSON1_CDF
+    from analytics.stats.bootstrap import MAX_WEIGHT, POISSON1_CDF, uniform_sql
 
     migrations = resources.files("schemas") / "clickhouse" / "migrations"
-    for name, views in (("0005_experiment_views.sql", 2), ("0006_experiment_windows.sql", 1)):
-        text = (migrations / name).read_text()
-        for k, cdf in enumerate(POISSON1_CDF):
-            assert text.count(f"u01 < {cdf!r}, {k}") == views  # once per view
-        assert f", {MAX_WEIGHT})" in text and "range(200)" in text
+    text = (migrations / "0015_counter_bootstrap_weights.sql").read_text()
+    assert text.count(uniform_sql("install_id", "b", "{seed:UInt32}") + " AS u01") == 3
+    for k, cdf in enumerate(POISSON1_CDF):
+        assert text.count(f"u01 < {cdf!r}, {k}") == 3  # once per view
+    assert f", {MAX_WEIGHT})" in text and text.count("range(200)") == 3

@@ -47,3 +47,17 @@ def test_replicates_without_units_are_ignored() -> None:
     ratios = replicate_ratios(w, np.array([1.0, 1.0]), np.array([2.0, 2.0]))
     assert np.isnan(ratios[0]) and ratios[1] == pytest.approx(0.5)
     assert percentile_interval(ratios) == (pytest.approx(0.5), pytest.approx(0.5))
+
+
+def test_vectorized_weights_equal_the_scalar_reference_in_any_order() -> None:
+    """The numpy weights (cached per install) equal ``poisson1(unit_uniform(...))``
+    whichever installs were asked for before and in whatever order."""
+    from analytics.stats.bootstrap import WeightCache
+
+    cache = WeightCache(max_installs=50)
+    first = [f"install-{i}" for i in range(30)]
+    later = [f"install-{i}" for i in range(60, 20, -1)]  # overlaps, reversed, overflows the cap
+    for ids in (first, later, first[::3]):
+        got = cache.get(ids, 25, seed=9)
+        expected = np.array([[poisson1(unit_uniform(i, b, seed=9)) for b in range(25)] for i in ids])
+        assert got.shape == (len(ids), 25) and np.array_equal(got, expected)
