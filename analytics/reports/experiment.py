@@ -15,6 +15,8 @@ from schemas.sql import quote
 UNIT_COLUMNS = {"click": "units", "impression": "impressions"}
 """Click mode (the paper's): a unit is a query that led to a click. Impression mode:
 a unit is a shown result page (``serp_view``), for senders that report them."""
+STUDY_AGE_CAP = 7
+"""``arrangement_install`` keeps days since install up to 7 (7 = seven or more)."""
 QUINTILE = re.compile(r"n_candidates_q([1-5])")
 SUBSETS = {
     "all": "1",
@@ -42,7 +44,21 @@ class ReportQuery:
         return isinstance(self.since, datetime) or isinstance(self.until, datetime)
 
     @property
+    def study_wide(self) -> bool:
+        """The whole study with a burn-in the study-wide rows keep (at most 7 days) and a
+        subset they can select: read ``arrangement_install``, whose size grows with the
+        installs, not with the events. Time ranges and quintiles read the slices."""
+        return (
+            self.since is None
+            and self.until is None
+            and 0 <= self.burn_in_days <= STUDY_AGE_CAP
+            and self.subset in SUBSETS
+        )
+
+    @property
     def _source(self) -> str:
+        if self.study_wide:
+            return "arrangement_install"
         return "agg_arrangement_10s FINAL" if self._fine else "arrangement_install_day"
 
     def _time_conditions(self) -> list[str]:

@@ -19,7 +19,7 @@ ALERT_COLUMNS = (
 
 EXPERIMENT_ACTIVITY_SQL = (
     "SELECT experiment_id, arraySort(groupUniqArray(engine)) AS engines, sum(units) AS units, "
-    "toString(max(day)) AS last_day FROM arrangement_install_day GROUP BY experiment_id"
+    "toString(toDate(max(last_slice))) AS last_day FROM arrangement_install GROUP BY experiment_id"
 )
 """Experiments that have data, with their engines and raw click units."""
 

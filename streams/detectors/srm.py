@@ -81,8 +81,10 @@ class SrmCheck:
             f"WHERE experiment_id IN ({listed}) AND status = 'running'"
         )
         for experiment_id, arms, burn_in in configs.rows:
+            # study-wide rows keep burn-ins up to 7 days; longer ones read the slices
+            source = "arrangement_install" if int(burn_in) <= 7 else "arrangement_install_day"
             units = await self.store.query(
-                "SELECT engine, arm, sum(units) FROM arrangement_install_day "
+                f"SELECT engine, arm, sum(units) FROM {source} "
                 f"WHERE experiment_id = {quote(experiment_id)} AND identified = 1 "
                 f"AND install_age_days >= {int(burn_in)} GROUP BY engine, arm"
             )

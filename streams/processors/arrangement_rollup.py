@@ -28,16 +28,19 @@ from streams.recompute import arrangement_stats
 log = logging.getLogger(__name__)
 
 SliceKey = tuple[str, str, int]  # experiment_id, engine, slice start (unix seconds)
+InstallKey = tuple[str, str, str]  # experiment_id, engine, install_id
 
 
 @dataclass
 class _Pending:
     slices: set[SliceKey] = field(default_factory=set)
+    installs: set[InstallKey] = field(default_factory=set)
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
 
 class ArrangementRollup:
-    """Coalesces the recomputes of ``agg_arrangement_10s``.
+    """Coalesces the recomputes of ``agg_arrangement_10s`` and, after them, of the
+    touched installs' study-wide rows in ``agg_arrangement_install``.
 
     ``mark`` returns a future that completes when the marked keys are recomputed.
     ``on_done`` gets the experiments of each completed recompute (the SRM check then
@@ -62,7 +65,7 @@ class ArrangementRollup:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def mark(self, slices: Iterable[SliceKey]) -> asyncio.Future[None]:
+    def mark(self, slices: Iterable[SliceKey], installs: Iterable[InstallKey] = ()) -> asyncio.Future[None]:
         """Queue keys for the next recompute; the future completes once they are stored."""
         if self._task is None or self._task.done():
             if self._task is not None and not self._task.cancelled():
@@ -70,6 +73,7 @@ class ArrangementRollup:
             self._task = asyncio.create_task(self._run(), name="arrangement-rollup")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.slices.update(slices)
+        self._pending.installs.update(installs)
         self._pending.waiters.append(future)
         self._wake.set()
         return future
@@ -106,6 +110,8 @@ class ArrangementRollup:
         async def once() -> None:
             started = time.perf_counter()
             await self.store.execute(arrangement_stats.slices_sql(due.slices))
+            for chunk in _chunks(sorted(due.installs), INSTALL_CHUNK):
+                await self.store.execute(arrangement_stats.installs_sql(chunk))
             self.metrics.rollup_seconds.observe(time.perf_counter() - started)
             self.metrics.rollup_batches.observe(len(due.waiters))
 
@@ -115,3 +121,11 @@ class ArrangementRollup:
             count=lambda kind: self.metrics.rollup_errors.labels(kind).inc(),
             max_backoff_s=self.max_backoff_s,
         )
+
+
+INSTALL_CHUNK = 2000
+"""Installs per recompute statement (keeps the statement well inside max_query_size)."""
+
+
+def _chunks(items: list[InstallKey], size: int) -> list[list[InstallKey]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]

@@ -1,5 +1,5 @@
 """After a batch of extension events is stored: the minute aggregate and the per-install
-statistics of the 10-second slices it touched."""
+statistics of the 10-second slices and of the installs it touched."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from core.store import Store
 from streams.processors.arrangement_rollup import ArrangementRollup
 from streams.recompute import clicks_by_rank
-from streams.recompute.batch import slice_keys
+from streams.recompute.batch import install_keys, slice_keys
 
 
 class ExtensionAggregates:
@@ -26,4 +26,4 @@ class ExtensionAggregates:
             return None
         keys = slice_keys(events, clicks_by_rank.SLICE_S)
         await self.store.execute(clicks_by_rank.recompute_sql(keys))
-        return self.rollup.mark(keys) if self.rollup is not None else None
+        return self.rollup.mark(keys, install_keys(events)) if self.rollup is not None else None

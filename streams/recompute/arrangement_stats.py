@@ -56,3 +56,38 @@ WHERE received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64
       IN ({in_list})
 GROUP BY experiment_id, install_id, ws, engine, arm, age, ident, ads, boxp, ssr12, ncb
 """
+
+
+AGE_CAP = 7
+"""``agg_arrangement_install`` keeps days since install up to 7 (7 = seven or more)."""
+
+INSTALL_COLUMNS = (
+    "experiment_id, engine, install_id, arm, install_age_days, identified, ads_present, box_present, "
+    "ssr_c1_c2, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, "
+    "first_slice, last_slice, computed_at"
+)
+
+
+def installs_select_sql(where: str) -> str:
+    """The study-wide rows of the installs ``where`` selects, summed from their slices."""
+    return f"""
+SELECT experiment_id, engine, install_id, arm,
+       toUInt8(least(install_age_days, {AGE_CAP})) AS age, identified, ads_present, box_present,
+       ssr_c1_c2, sum(units), sum(impressions), arrayMap(x -> toUInt64(x), sumForEach(clicks)),
+       sum(clicks_ad), sum(clicks_box), sum(clicks_ssr), sum(clicks_other),
+       min(slice_start), max(slice_start), now64(6)
+FROM agg_arrangement_10s FINAL
+WHERE {where}
+GROUP BY experiment_id, engine, install_id, arm, age, identified, ads_present, box_present, ssr_c1_c2
+"""
+
+
+def installs_sql(keys: Collection[tuple[str, str, str]]) -> str:
+    """Recompute the study-wide rows of every (experiment, engine, install) in ``keys``
+    whole from that install's slices (run after the slices it touched are recomputed)."""
+    if not keys:
+        raise ValueError("no keys to recompute")
+    pairs = ", ".join(sorted({f"({quote(e)}, {quote(i)})" for e, _, i in keys}))
+    triples = ", ".join(f"({quote(e)}, {quote(g)}, {quote(i)})" for e, g, i in keys)
+    where = f"(experiment_id, install_id) IN ({pairs}) AND (experiment_id, engine, install_id) IN ({triples})"
+    return f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS})" + installs_select_sql(where)

@@ -55,3 +55,8 @@ def slice_keys(events: Iterable[Mapping[str, Any]], seconds: int) -> set[tuple[s
         ts = parse_received_at(e["received_at"]).timestamp()
         keys.add((e["experiment_id"], e["engine"], int(ts // seconds * seconds)))
     return keys
+
+
+def install_keys(events: Iterable[Mapping[str, Any]]) -> set[tuple[str, str, str]]:
+    """(experiment_id, engine, install_id) for every extension event."""
+    return {(e["experiment_id"], e["engine"], e["install_id"]) for e in events}

@@ -81,6 +81,40 @@ def assert_install_stats_exact(svc: Service, exp: str) -> None:
         return bool(recount) and keyed(svc.sql(INSTALL_STORED.format(exp=exp))) == recount
 
     wait_for(matches, 90, f"arrangement_install_day of {exp} = recount")
+    assert_study_install_rows_exact(svc, exp)
+
+
+STUDY_RECOUNT = """
+SELECT install_id, engine, arm, least(dateDiff('day', install_day, toDate(received_at)), 7) AS age,
+       toUInt8(identified) AS ident, toUInt8(ads_top_count > 0) AS ads, toUInt8(box != 'none') AS boxp,
+       toUInt8(has(ssr_positions, 2)) AS ssr, countIf(type = 'click') AS units,
+       countIf(type = 'serp_view') AS impressions,
+       countIf(type = 'click' AND element_type = 'organic' AND original_rank = 1) AS c1,
+       countIf(type = 'click' AND element_type = 'organic' AND original_rank = 2) AS c2,
+       countIf(type = 'click' AND element_type = 'shopping_box') AS box_clicks
+FROM extension_events WHERE experiment_id = '{exp}'
+GROUP BY install_id, engine, arm, age, ident, ads, boxp, ssr
+"""
+STUDY_STORED = """
+SELECT install_id, engine, arm, install_age_days AS age, identified AS ident, ads_present AS ads,
+       box_present AS boxp, ssr_c1_c2 AS ssr, units, impressions, clicks[1] AS c1, clicks[2] AS c2,
+       clicks_box AS box_clicks
+FROM arrangement_install WHERE experiment_id = '{exp}'
+"""
+
+
+def assert_study_install_rows_exact(svc: Service, exp: str) -> None:
+    """The study-wide per-install rows (what reports without a time range read) equal a
+    recount of the raw events, context by context."""
+
+    def keyed(rows: list[dict]) -> dict:
+        return {tuple(str(v) for v in list(r.values())[:8]): tuple(list(r.values())[8:]) for r in rows}
+
+    def matches() -> bool:
+        recount = keyed(svc.sql(STUDY_RECOUNT.format(exp=exp)))
+        return bool(recount) and keyed(svc.sql(STUDY_STORED.format(exp=exp))) == recount
+
+    wait_for(matches, 90, f"arrangement_install of {exp} = recount")
 
 
 RANGE_STORED = """

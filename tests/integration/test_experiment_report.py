@@ -57,6 +57,13 @@ def test_report_recovers_planted_effects(service: Service) -> None:
     figure5_doc = report_json(service, EXP, "--subset", "box", "--baseline", "hide_ads_box")
     assert figure5_doc["baseline"] == "hide_ads_box"
 
+    # The study-wide rows (read without a time range) and the 10-second slices (read with
+    # one that covers the study) give the same report, interval for interval.
+    everything = ("--since", "2000-01-01", "--until", "2100-01-01")
+    for args in (("--ranks", "3"), ("--subset", "ads_or_box"), ("--burn-in-days", "7")):
+        whole = report_json(service, EXP, *args)
+        assert whole["arms"] and whole["arms"] == report_json(service, EXP, *args, *everything)["arms"]
+
     impressions_doc = report_json(service, EXP, "--unit-mode", "impression")
     per_view = {a["arm"]: a for a in impressions_doc["arms"]}
     # Each page view leads to a click with p_click, so per-impression CTR = p_click x per-click CTR.
