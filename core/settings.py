@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     )
     max_body_bytes: int = Field(1024 * 1024, description="Largest accepted request body.")
     max_events_per_request: int = Field(500, ge=1, description="Largest accepted batch.")
+    import_max_body_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="Largest chunk of JSON lines POST /v1/import accepts."
+    )
     rate_limit_rps: float = Field(2000.0, gt=0, description="Requests per second per API key.")
     rate_limit_burst: int = Field(4000, ge=1, description="Burst size of the per-key limiter.")
     produce_timeout_s: float = Field(5.0, gt=0, description="Longest wait for Kafka acks.")

@@ -9,7 +9,7 @@ from aiohttp import web
 from core.settings import Settings
 from core.store import Store, open_store
 from core.store.base import NoStore
-from ingest import board, experiments, handlers
+from ingest import board, experiments, handlers, importing
 from ingest.api_keys import KeyFile
 from ingest.app_state import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.metrics import IngestMetrics
@@ -50,4 +50,5 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     app.router.add_get("/metrics", handlers.metrics)
     experiments.add_routes(app)
     board.add_routes(app)
+    importing.add_routes(app)
     return app

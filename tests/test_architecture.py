@@ -18,7 +18,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "analytics": frozenset({"core", "schemas"}),
     "streams": frozenset({"core", "schemas", "analytics"}),
     "collectors": frozenset({"core", "schemas", "analytics"}),
-    "ingest": frozenset({"core", "schemas", "analytics"}),
+    "ingest": frozenset({"core", "schemas", "analytics", "streams"}),  # streams: bulk import only
     "supervisor": frozenset({"core", "schemas", "ingest"}),
     "auditstream": frozenset(PROJECT) - {"auditstream"},
 }

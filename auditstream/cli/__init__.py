@@ -9,6 +9,7 @@ from auditstream.cli import (
     data,
     experiment,
     extension,
+    importing,
     keys,
     parse,
     report,
@@ -30,6 +31,7 @@ app.command("ingest")(services.ingest)
 app.command("worker")(services.worker)
 app.command("store")(services.store)
 app.command("sql")(data.sql)
+app.command("import")(importing.import_events)
 app.add_typer(report.app, name="report")
 app.add_typer(experiment.app, name="experiment")
 app.add_typer(keys.app, name="keys")

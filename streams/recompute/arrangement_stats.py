@@ -30,6 +30,23 @@ def slices_sql(keys: Collection[tuple[str, str, int]]) -> str:
     lo = min(k[2] for k in keys)
     hi = max(k[2] for k in keys) + SLICE_S
     in_list = ", ".join(f"({quote(e)}, {quote(g)}, {s})" for e, g, s in keys)
+    return _slices_insert(
+        lo,
+        hi,
+        f"(experiment_id, engine, toUInt32(toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND))) "
+        f"IN ({in_list})",
+    )
+
+
+def slices_range_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
+    """Recompute every slice of one experiment and engine in [lo, hi) (unix seconds,
+    multiples of the slice length): a bulk import's recompute, a day at a time."""
+    if lo % SLICE_S or hi % SLICE_S or hi <= lo:
+        raise ValueError("a range of whole slices is needed")
+    return _slices_insert(lo, hi, f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}")
+
+
+def _slices_insert(lo: int, hi: int, keys_condition: str) -> str:
     per_rank = ", ".join(
         f"toUInt32(countIf(type = 'click' AND element_type = 'organic' AND original_rank = {r}))"
         for r in range(1, MAX_RANK + 1)
@@ -52,8 +69,7 @@ SELECT experiment_id, install_id, toStartOfInterval(received_at, INTERVAL {SLICE
        now64(6)
 FROM extension_events
 WHERE received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64({hi}, 3, 'UTC')
-  AND (experiment_id, engine, toUInt32(toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND)))
-      IN ({in_list})
+  AND {keys_condition}
 GROUP BY experiment_id, install_id, ws, engine, arm, age, ident, ads, boxp, ssr12, ncb
 """
 
@@ -90,4 +106,11 @@ def installs_sql(keys: Collection[tuple[str, str, str]]) -> str:
     pairs = ", ".join(sorted({f"({quote(e)}, {quote(i)})" for e, _, i in keys}))
     triples = ", ".join(f"({quote(e)}, {quote(g)}, {quote(i)})" for e, g, i in keys)
     where = f"(experiment_id, install_id) IN ({pairs}) AND (experiment_id, engine, install_id) IN ({triples})"
+    return f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS})" + installs_select_sql(where)
+
+
+def experiment_installs_sql(experiment_id: str, engine: str) -> str:
+    """Recompute the study-wide rows of every install of one experiment and engine (after
+    a bulk import has recomputed its slices)."""
+    where = f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
     return f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS})" + installs_select_sql(where)

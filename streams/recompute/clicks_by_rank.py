@@ -23,6 +23,20 @@ def recompute_sql(keys: Collection[tuple[str, str, int]]) -> str:
     lo = min(k[2] for k in keys)
     hi = max(k[2] for k in keys) + SLICE_S
     in_list = ", ".join(f"({quote(exp)}, {quote(eng)}, {slice_start})" for exp, eng, slice_start in keys)
+    return _insert(
+        lo,
+        hi,
+        f"(experiment_id, engine, toUInt32(toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND))) "
+        f"IN ({in_list})",
+    )
+
+
+def range_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
+    """Rewrite every slice of one experiment and engine in [lo, hi) (a bulk import's)."""
+    return _insert(lo, hi, f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}")
+
+
+def _insert(lo: int, hi: int, keys_condition: str) -> str:
     per_rank = ", ".join(f"countIf(type = 'click' AND original_rank = {r})" for r in range(1, MAX_RANK + 1))
     return f"""
 INSERT INTO {TABLE}
@@ -39,8 +53,7 @@ FROM
     FROM extension_events
     WHERE received_at >= toDateTime64({lo}, 3, 'UTC')
       AND received_at < toDateTime64({hi}, 3, 'UTC')
-      AND (experiment_id, engine, toUInt32(toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND)))
-          IN ({in_list})
+      AND {keys_condition}
     GROUP BY experiment_id, engine, arm, ws
 )
 ARRAY JOIN range(1, {MAX_RANK + 1}) AS r

@@ -85,7 +85,8 @@ def assert_install_stats_exact(svc: Service, exp: str) -> None:
 
 
 STUDY_RECOUNT = """
-SELECT install_id, engine, arm, least(dateDiff('day', install_day, toDate(received_at)), 7) AS age,
+SELECT install_id, engine, arm,
+       least(greatest(dateDiff('day', install_day, toDate(received_at)), 0), 7) AS age,
        toUInt8(identified) AS ident, toUInt8(ads_top_count > 0) AS ads, toUInt8(box != 'none') AS boxp,
        toUInt8(has(ssr_positions, 2)) AS ssr, countIf(type = 'click') AS units,
        countIf(type = 'serp_view') AS impressions,

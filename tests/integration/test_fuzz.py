@@ -56,6 +56,8 @@ ROUTES = [
     ("GET", "/v1/board/autocomplete"),
     ("GET", "/v1/board/personalization/fuzz-study"),
     ("GET", "/v1/board/alerts"),
+    ("POST", "/v1/import"),
+    ("POST", "/v1/import/recompute"),
 ]
 OTHER_PATHS = ["/", "/v1/event", "/v1/events/", "/v1/sql/x", "/v2/events", "/board/static/../../etc/passwd",
                "/v1/experiments/%00", "/v1/experiments/" + "x" * 300, "/v1/board/experiments/"]  # fmt: skip
@@ -166,7 +168,10 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, str], bytes]:
         secret = {"good": KEY, "unknown": "nope-" + "x" * 20, "long": KEY * 80, "basic": KEY}[auth]
         headers["Authorization"] = ("Basic " if auth == "basic" else "Bearer ") + secret
     headers["Content-Type"] = draw(
-        st.sampled_from(["application/json"] * 6 + ["text/plain", "application/x-www-form-urlencoded", ""])
+        st.sampled_from(
+            ["application/json"] * 6
+            + ["text/plain", "application/x-www-form-urlencoded", "", "application/x-ndjson"]
+        )
     )
     kind = draw(st.sampled_from(["events", "events", "events", "sql", "json", "bytes", "truncated", "empty"]))
     if kind == "events":
@@ -237,6 +242,14 @@ async def send_all(url: str, batch: list[tuple[str, str, dict[str, str], bytes]]
                 rejected = {r["index"] for r in orjson.loads(raw)["rejected"]}
                 for i, item in enumerate(items):
                     if i not in rejected:
+                        tally.accepted[str(uuid.UUID(item["event_id"]))] = item["type"]
+            if path == "/v1/import" and method == "POST" and status == 200:
+                answer = orjson.loads(raw)
+                assert answer["rejected_by_reason"] or not answer["rejected"]
+                refused = {r["line"] for r in answer["rejected"]}
+                for number, line in enumerate(body.split(b"\n"), start=1):
+                    if line.strip() and number not in refused:
+                        item = orjson.loads(line)
                         tally.accepted[str(uuid.UUID(item["event_id"]))] = item["type"]
 
         await asyncio.gather(*(one(*r) for r in batch))

@@ -1,0 +1,183 @@
+"""The client side of ``auditstream import``: read event files, send them in chunks.
+
+Files are JSON lines (optionally gzipped, by the ``.gz`` suffix), Parquet (``.parquet``,
+one column per event field) or ``-`` for JSON lines on standard input. Lines go to
+``POST /v1/import`` in chunks of at most ``chunk_lines`` lines, two chunks in flight, so
+the service validates one while it stores the other. The days each chunk touched are
+collected and sent to ``POST /v1/import/recompute`` at the end, one request per day so
+progress can be shown, then each experiment's study-wide rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+NDJSON = "application/x-ndjson"
+
+
+class ImportFailed(Exception):
+    """The service refused a chunk for a reason retrying will not fix (4xx)."""
+
+
+@dataclass
+class ImportStats:
+    lines: int = 0
+    accepted: int = 0
+    inserted: int = 0
+    duplicates: int = 0
+    dead_letters: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    spans: set[tuple[str, str, int]] = field(default_factory=set)
+
+    def add(self, answer: dict[str, Any], first_line: int) -> None:
+        for name in ("lines", "accepted", "inserted", "duplicates", "dead_letters"):
+            setattr(self, name, getattr(self, name) + int(answer[name]))
+        self.rejected.update(answer["rejected_by_reason"])
+        for r in answer["rejected"][: max(0, 20 - len(self.examples))]:
+            self.examples.append({**r, "line": r["line"] + first_line - 1})
+        self.spans.update((s["experiment_id"], s["engine"], s["day_start"]) for s in answer["spans"])
+
+
+def file_size(name: str) -> int:
+    return 0 if name == "-" else Path(name).stat().st_size
+
+
+def _text_lines(handle: Iterable[bytes]) -> Iterator[bytes]:
+    for line in handle:
+        line = line.strip()
+        if line:
+            yield line
+
+
+def read_lines(name: str, on_bytes: Callable[[int], None] | None = None) -> Iterator[bytes]:
+    """Each event of a file as one JSON line (bytes); ``on_bytes`` gets the file bytes read."""
+    if name.endswith(".parquet"):
+        yield from _parquet_lines(Path(name), on_bytes)
+        return
+    if name == "-":
+        yield from _text_lines(sys.stdin.buffer)
+        return
+    with open(name, "rb") as raw, gzip.open(raw) if name.endswith(".gz") else raw as handle:
+        seen = 0
+        for line in _text_lines(handle):
+            if on_bytes is not None and raw.tell() != seen:
+                on_bytes(raw.tell() - seen)
+                seen = raw.tell()
+            yield line
+
+
+def _parquet_lines(path: Path, on_bytes: Callable[[int], None] | None) -> Iterator[bytes]:
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    per_group = path.stat().st_size / max(1, parquet.num_row_groups)
+    for group in range(parquet.num_row_groups):
+        for row in parquet.read_row_group(group).to_pylist():
+            yield orjson.dumps({k: v for k, v in row.items() if v is not None}, default=str)
+        if on_bytes is not None:
+            on_bytes(int(per_group))
+
+
+def chunks(lines: Iterator[bytes], chunk_lines: int, max_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """(first line number, body) for chunks of at most ``chunk_lines`` lines and ``max_bytes``."""
+    buffer: list[bytes] = []
+    size, first = 0, 1
+    for number, line in enumerate(lines, start=1):
+        if buffer and (len(buffer) >= chunk_lines or size + len(line) + 1 > max_bytes):
+            yield first, b"\n".join(buffer)
+            buffer, size, first = [], 0, number
+        buffer.append(line)
+        size += len(line) + 1
+    if buffer:
+        yield first, b"\n".join(buffer)
+
+
+async def _post(session: aiohttp.ClientSession, url: str, body: bytes, content_type: str) -> Any:
+    """POST with retries on 429/503 and lost connections (the same chunk is harmless twice)."""
+    delay = 0.5
+    for _ in range(30):
+        try:
+            async with session.post(url, data=body, headers={"Content-Type": content_type}) as resp:
+                text = await resp.read()
+                if resp.status == 200:
+                    return orjson.loads(text)
+                if resp.status not in (429, 502, 503):
+                    raise ImportFailed(f"{resp.status}: {text[:500].decode('utf-8', 'replace')}")
+                delay = float(resp.headers.get("Retry-After", delay))
+        except (TimeoutError, aiohttp.ClientConnectionError):
+            pass
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 10.0)
+    raise ImportFailed("the service kept answering 503 or hung up; try again later")
+
+
+async def send_all(
+    url: str,
+    api_key: str,
+    bodies: Iterator[tuple[int, bytes]],
+    stats: ImportStats,
+    on_chunk: Callable[[], None] | None = None,
+    in_flight: int = 2,
+) -> None:
+    """Send every chunk, ``in_flight`` at a time, adding each answer to ``stats``."""
+    headers = {"Authorization": f"Bearer {api_key}"}
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
+    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
+        queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize=in_flight)
+
+        async def sender() -> None:
+            while (item := await queue.get()) is not None:
+                first, body = item
+                stats.add(await _post(session, url.rstrip("/") + "/v1/import", body, NDJSON), first)
+                if on_chunk is not None:
+                    on_chunk()
+
+        tasks = [asyncio.create_task(sender()) for _ in range(in_flight)]
+        try:
+            for item in bodies:
+                await queue.put(item)
+                await asyncio.sleep(0)
+                for t in tasks:
+                    if t.done():
+                        t.result()
+            for _ in tasks:
+                await queue.put(None)
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+
+
+async def recompute(
+    url: str, api_key: str, spans: set[tuple[str, str, int]], on_step: Callable[[], None] | None = None
+) -> None:
+    """Recompute each touched day, then each touched experiment's study-wide rows."""
+    headers = {"Authorization": f"Bearer {api_key}"}
+    endpoint = url.rstrip("/") + "/v1/import/recompute"
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=3600)
+    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
+        for experiment_id, engine, day in sorted(spans):
+            span = {"experiment_id": experiment_id, "engine": engine, "day_start": day}
+            await _post(session, endpoint, orjson.dumps({"spans": [span]}), "application/json")
+            if on_step is not None:
+                on_step()
+        for experiment_id, engine in sorted({(e, g) for e, g, _ in spans}):
+            await _post(
+                session,
+                endpoint,
+                orjson.dumps({"installs": [{"experiment_id": experiment_id, "engine": engine}]}),
+                "application/json",
+            )
+            if on_step is not None:
+                on_step()

@@ -1,0 +1,202 @@
+"""``POST /v1/import`` and ``POST /v1/import/recompute``: bulk import for operators.
+
+An earlier study's export or a paper's published data comes in as chunks of JSON lines
+(``auditstream import``). Every line is validated by the models ``POST /v1/events``
+uses (rejections counted with the same reasons, values never echoed), stamped with its
+``received_at`` (the line's own, else its ``sent_at``, so importing a file twice gives
+the same rows), and stored once per ``event_id`` without a detour through Kafka
+(``streams/bulk_import.py``). Each answer names the days the chunk touched; the client
+sends them back to ``/v1/import/recompute`` once the file is in, and the derived tables
+are recomputed in bulk. Admin scope only: an import writes history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from core.store import StoreError, StoreUnavailable
+from ingest.app_state import CONFIG, METRICS, STORE
+from ingest.errors import problem
+from ingest.handlers import authorize, json_response, read_json, store_unavailable
+from ingest.validation import Rejection, validate_batch
+from schemas.event_types import FAMILY_BY_TYPE
+from schemas.topics import Family
+from schemas.wire import format_received_at
+from streams.bulk_import import IMPORTABLE_FAMILIES, BulkImporter, Span, spans_of
+
+IMPORTER = web.AppKey("bulk_importer", BulkImporter)
+IMPORT_LOCK = web.AppKey("import_lock", asyncio.Lock)
+NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
+MAX_LISTED_REJECTIONS = 100
+
+
+class _SpanIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    experiment_id: str
+    engine: str
+    day_start: int
+
+
+class _StudyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    experiment_id: str
+    engine: str
+
+
+class _RecomputeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    spans: list[_SpanIn] = []
+    installs: list[_StudyIn] = []
+
+
+async def _body(request: web.Request) -> bytes:
+    limit = request.app[CONFIG].import_max_body_bytes
+    if request.content_type not in NDJSON_TYPES:
+        raise problem(415, "unsupported_media_type", "send Content-Type: application/x-ndjson")
+    if request.content_length is not None and request.content_length > limit:
+        raise problem(413, "body_too_large", f"a chunk may hold at most {limit} bytes")
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.content.iter_any():  # read() would return what is buffered so far
+        size += len(part)
+        if size > limit:
+            raise problem(413, "body_too_large", f"a chunk may hold at most {limit} bytes")
+        parts.append(part)
+    return b"".join(parts)
+
+
+def _parse(body: bytes) -> tuple[list[Any], list[str | None], list[int], list[Rejection]]:
+    """Items to validate, their received_at (None: use sent_at), their line numbers, and
+    the lines that are not JSON objects or carry a bad received_at."""
+    items: list[Any] = []
+    stamps: list[str | None] = []
+    numbers: list[int] = []
+    bad: list[Rejection] = []
+    for n, line in enumerate(body.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            bad.append(Rejection(n, "malformed_json", None))
+            continue
+        stamp = item.pop("received_at", None) if isinstance(item, dict) else None
+        if stamp is not None:
+            try:
+                moment = datetime.fromisoformat(stamp)
+                stamp = format_received_at(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+            except (TypeError, ValueError):
+                bad.append(Rejection(n, "invalid_value", "received_at"))
+                continue
+        items.append(item)
+        stamps.append(stamp)
+        numbers.append(n)
+    return items, stamps, numbers, bad
+
+
+def _rows(
+    items: list[Any], stamps: list[str | None], numbers: list[int]
+) -> tuple[dict[str, tuple[Family, list[dict[str, Any]], list[bytes]]], list[Rejection]]:
+    """Validated canonical rows by family, and the rejections (by line number)."""
+    by_family: dict[str, tuple[Family, list[dict[str, Any]], list[bytes]]] = {}
+    rejected: list[Rejection] = []
+    index = 0
+    accepted, refused = validate_batch(items)
+    refused_at = {r.index: r for r in refused}
+    models = iter(accepted)
+    for index, number in enumerate(numbers):
+        if index in refused_at:
+            rejected.append(Rejection(number, refused_at[index].reason, refused_at[index].field))
+            continue
+        model = next(models)
+        family = FAMILY_BY_TYPE[model.type]  # type: ignore[attr-defined]
+        if family.name not in IMPORTABLE_FAMILIES:
+            rejected.append(Rejection(number, "not_importable", "type"))
+            continue
+        stamp = stamps[index] or format_received_at(model.sent_at)  # type: ignore[attr-defined]
+        line = model.model_dump_json().encode()[:-1] + b',"received_at":' + orjson.dumps(stamp) + b"}"
+        entry = by_family.setdefault(family.name, (family, [], []))
+        entry[1].append(orjson.loads(line))
+        entry[2].append(line)
+    return by_family, rejected
+
+
+async def post_import(request: web.Request) -> web.Response:
+    """Store one chunk of JSON lines; answer what was stored and the days to recompute."""
+    key = authorize(request, "admin")
+    body = await _body(request)
+    items, stamps, numbers, bad = await asyncio.to_thread(_parse, body)
+    by_family, rejected = await asyncio.to_thread(_rows, items, stamps, numbers)
+    rejected = sorted(bad + rejected, key=lambda r: r.index)
+    metrics = request.app[METRICS]
+    for reason, n in Counter(r.reason for r in rejected).items():
+        metrics.rejected.labels(reason, key.name).inc(n)
+    totals: Counter[str] = Counter()
+    spans: set[Span] = set()
+    try:
+        async with request.app[IMPORT_LOCK]:
+            for family, events, lines in by_family.values():
+                written = await request.app[IMPORTER].write(family, events, lines)
+                totals.update(inserted=written.inserted, duplicates=written.duplicates, dead=written.dead)
+                if family.name == "extension":
+                    spans |= spans_of(events)
+    except StoreUnavailable as exc:
+        raise store_unavailable(request, exc) from None
+    except StoreError as exc:
+        raise problem(503, "store_refused", str(exc)[:500]) from None
+    return json_response(
+        {
+            "lines": len(items) + len(bad),
+            "accepted": sum(len(e) for _, e, _ in by_family.values()),
+            "inserted": totals["inserted"],
+            "duplicates": totals["duplicates"],
+            "dead_letters": totals["dead"],
+            "rejected_by_reason": dict(Counter(r.reason for r in rejected)),
+            "rejected": [
+                {"line": r.index, "reason": r.reason, "field": r.field}
+                for r in rejected[:MAX_LISTED_REJECTIONS]
+            ],
+            "spans": [s.to_json() for s in sorted(spans)],
+        }
+    )
+
+
+async def post_recompute(request: web.Request) -> web.Response:
+    """Recompute the derived tables of the given days, then of the given installs' studies."""
+    authorize(request, "admin")
+    try:
+        asked = _RecomputeIn.model_validate(await read_json(request))
+    except ValidationError as exc:
+        first = exc.errors(include_input=False, include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise problem(400, "bad_request", f"{where}: {first['msg']}") from None
+    if any(s.day_start % 86400 for s in asked.spans):
+        raise problem(400, "bad_request", "day_start must be a UTC midnight (a multiple of 86400)")
+    importer = request.app[IMPORTER]
+    studies: dict[tuple[str, str], int] = defaultdict(int)
+    try:
+        async with request.app[IMPORT_LOCK]:
+            for s in asked.spans:
+                await importer.recompute_day(Span(s.experiment_id, s.engine, s.day_start))
+                studies[(s.experiment_id, s.engine)] += 1
+            for study in asked.installs:
+                await importer.recompute_installs(study.experiment_id, study.engine)
+    except StoreUnavailable as exc:
+        raise store_unavailable(request, exc) from None
+    except StoreError as exc:
+        raise problem(503, "store_refused", str(exc)[:500]) from None
+    return json_response({"days": len(asked.spans), "installs": len(asked.installs)})
+
+
+def add_routes(app: web.Application) -> None:
+    app[IMPORTER] = BulkImporter(app[STORE])
+    app[IMPORT_LOCK] = asyncio.Lock()
+    app.router.add_post("/v1/import", post_import)
+    app.router.add_post("/v1/import/recompute", post_recompute)

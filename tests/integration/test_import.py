@@ -1,0 +1,125 @@
+"""``auditstream import``: a study's export comes in once, exactly, with every derived
+table equal to a recount, and importing it again changes nothing."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from auditstream.cli import app
+from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from tests.helpers import Service, http
+from tests.integration.test_end_to_end import (
+    assert_aggregate_exact,
+    assert_install_stats_exact,
+    assert_study_install_rows_exact,
+)
+
+pytestmark = pytest.mark.integration
+
+EXP = "imported"
+DERIVED = {
+    "raw_extension_events": "count(), uniqExact(event_id)",
+    "extension_events": "count()",
+    "clicks_by_rank_1m": "sum(units), sum(impressions), sum(clicks)",
+    "arrangement_install_day": "count(), sum(units), sum(impressions), sum(arraySum(clicks))",
+    "arrangement_install": "count(), sum(units), sum(impressions), sum(arraySum(clicks)), sum(clicks_ad)",
+    "agg_arrangement_10s": "count()",
+}
+
+
+def study_events(n: int) -> list[dict[str, Any]]:
+    """``n`` events spread over three past days; half carry the received_at of an export."""
+    traffic = ExtensionTraffic(TrafficConfig(experiment_id=EXP, seed=17, installs=60))
+    start = datetime(2026, 10, 1, 8, tzinfo=UTC)
+    out = []
+    for i, event in enumerate(itertools.islice(traffic.events(), n)):
+        moment = start + timedelta(seconds=i * 259_200 // n)
+        event["sent_at"] = moment.isoformat(timespec="milliseconds")
+        if i % 2:
+            event["received_at"] = (moment + timedelta(milliseconds=350)).strftime("%Y-%m-%d %H:%M:%S.%f")[
+                :-3
+            ]
+        out.append(event)
+    return out
+
+
+def run_import(svc: Service, *files: str) -> tuple[int, str]:
+    result = CliRunner().invoke(
+        app, ["import", *files, "--url", svc.url, "--api-key", svc.api_key, "--chunk-lines", "1500"]
+    )
+    return result.exit_code, result.output
+
+
+def snapshot(svc: Service) -> dict[str, Any]:
+    return {
+        table: svc.sql(f"SELECT {columns} FROM {table} WHERE experiment_id = '{EXP}'")
+        for table, columns in DERIVED.items()
+    }
+
+
+def test_import_stores_once_and_a_reimport_changes_nothing(service: Service, tmp_path: Path) -> None:
+    events = study_events(6000)
+    jsonl, gz, parquet = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz", tmp_path / "c.parquet"
+    bad = [
+        b"{not json",
+        orjson.dumps({**events[0], "event_id": "5b3c2a9e-0000-4000-8000-000000000001", "query": "secret"}),
+        orjson.dumps({**events[1], "event_id": "5b3c2a9e-0000-4000-8000-000000000002", "type": "nope"}),
+        orjson.dumps({**events[2], "event_id": "5b3c2a9e-0000-4000-8000-000000000003", "received_at": "x"}),
+    ]
+    jsonl.write_bytes(b"\n".join([*(orjson.dumps(e) for e in events[:2500]), *bad]) + b"\n")
+    gz.write_bytes(gzip.compress(b"\n".join(orjson.dumps(e) for e in events[2500:4500])))
+    rows = [{k: v for k, v in e.items()} for e in events[4500:]]
+    pq.write_table(pa.Table.from_pylist(rows), parquet)
+
+    code, output = run_import(service, str(jsonl), str(gz), str(parquet))
+    assert code == 0, output
+    assert (
+        "6,000" in output and "rejected: forbidden_field" in output and "rejected: malformed_json" in output
+    )
+    assert "secret" not in output  # a refused value is never echoed
+    assert service.scalar(f"SELECT count() FROM extension_events WHERE experiment_id = '{EXP}'") == 6000
+    assert (
+        service.scalar(
+            f"SELECT count() FROM extension_events WHERE experiment_id = '{EXP}' "
+            "AND toDate(received_at) BETWEEN '2026-10-01' AND '2026-10-04'"
+        )
+        == 6000
+    )
+    assert_aggregate_exact(service, EXP)
+    assert_install_stats_exact(service, EXP)  # also the study-wide rows
+    assert_study_install_rows_exact(service, EXP)
+    before = snapshot(service)
+
+    code, output = run_import(service, str(jsonl), str(gz), str(parquet))
+    assert code == 0, output
+    assert "already stored" in output
+    assert snapshot(service) == before
+    assert before["raw_extension_events"][0] == {"count()": 6000, "uniqExact(event_id)": 6000}
+
+
+def test_import_refuses_what_it_cannot_take(service: Service) -> None:
+    def post(path: str, body: bytes, content_type: str, key: str | None = None) -> Any:
+        headers = {"Content-Type": content_type, "Authorization": f"Bearer {key or service.api_key}"}
+        return http("POST", service.url + path, body, headers)
+
+    assert post("/v1/import", b"{}", "application/json").status == 415
+    assert post("/v1/import", b"{}", "application/x-ndjson", key="not-a-key").status == 401
+    bad_span = post("/v1/import/recompute", b'{"spans": [{"experiment_id": 1}]}', "application/json")
+    assert bad_span.status == 400 and bad_span.body["error"] == "bad_request"
+    midday = post("/v1/import/recompute", b'{"spans": [{"experiment_id": "e", "engine": "g", '
+                  b'"day_start": 43200}]}', "application/json")  # fmt: skip
+    assert midday.status == 400
+    crawler = orjson.dumps({"type": "crawl_started", "event_id": "x"})
+    answer = post("/v1/import", crawler + b"\n[1]", "application/x-ndjson")
+    assert answer.status == 200 and answer.body["accepted"] == 0
+    assert set(answer.body["rejected_by_reason"]) <= {"missing_field", "not_an_object", "invalid_value"}
