@@ -31,6 +31,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
         replay_window_s=settings.replay_window_s,
         replay_max_bytes=settings.replay_max_bytes,
     )
+    in_process = store is not None
     if store is None:
         has_store = settings.clickhouse_url or settings.store_url
         store = open_store(settings) if has_store else NoStore("ingest has no store configured")
@@ -49,6 +50,11 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     app.router.add_get("/readyz", handlers.readyz)
     app.router.add_get("/metrics", handlers.metrics)
     experiments.add_routes(app)
-    board.add_routes(app)
+    board.add_routes(app, settings, store, in_process=in_process or not has_store_settings(settings))
     importing.add_routes(app)
     return app
+
+
+def has_store_settings(settings: Settings) -> bool:
+    """Whether another process can reach the store from the settings alone."""
+    return bool(settings.clickhouse_url or settings.store_url)

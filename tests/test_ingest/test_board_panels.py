@@ -17,8 +17,8 @@ from analytics.reports.experiment import (
     table_from_rows,
 )
 from analytics.stats.srm import srm_test
+from core.store import StoreUnavailable
 from ingest.board import panels, queries
-from ingest.board.routes import TtlCache
 
 
 def per_install_rows() -> list[dict]:
@@ -275,20 +275,71 @@ def test_experiment_statements_are_the_reports() -> None:
     assert "LIMIT 7" in queries.alerts_sql(7)
 
 
-async def test_ttl_cache_reuses_answers_within_the_interval() -> None:
-    now = [0.0]
-    calls = []
+async def test_refresher_serves_every_request_from_one_background_computation() -> None:
+    """Many requests for one panel: one computation; later requests get the cached answer
+    at once while the task refreshes it; an error keeps the last good answer."""
+    import asyncio
 
-    async def compute() -> int:
-        calls.append(now[0])
+    from ingest.board.compute import Panel
+    from ingest.board.refresher import BoardRefresher, BoardUnavailable
+
+    calls: list[Panel] = []
+    fail = [False]
+    gate = asyncio.Event()
+
+    async def compute(panel: Panel) -> int:
+        calls.append(panel)
+        await gate.wait()
+        if fail[0]:
+            raise StoreUnavailable("down")
         return len(calls)
 
-    cache = TtlCache(ttl_s=2.0, max_entries=2, clock=lambda: now[0])
-    assert await cache.get(("a",), compute) == 1
-    now[0] = 1.9
-    assert await cache.get(("a",), compute) == 1  # still fresh
-    assert await cache.get(("b",), compute) == 2  # another key
-    now[0] = 2.5
-    assert await cache.get(("a",), compute) == 3  # expired: computed again
-    assert await cache.get(("c",), compute) == 4  # over max_entries: stale entries dropped
-    assert len(cache._entries) <= 2
+    refresher = BoardRefresher(compute, interval_s=0.05, keep_s=60)
+    panel = Panel("alerts", (("limit", 5),))
+    waiting = [asyncio.create_task(refresher.get(panel)) for _ in range(20)]
+    await asyncio.sleep(0.01)
+    assert len(calls) == 1 and not any(t.done() for t in waiting)  # the first computation
+    gate.set()
+    assert await asyncio.gather(*waiting) == [1] * 20
+    for _ in range(200):  # the task recomputes in the background...
+        if len(calls) >= 3:
+            break
+        await asyncio.sleep(0.01)
+    assert len(calls) >= 3
+    gate.clear()  # ...and while a refresh hangs, requests still answer from the cache at once
+    assert await asyncio.wait_for(refresher.get(panel), 0.5) >= 1
+    fail[0] = True
+    gate.set()
+    await asyncio.sleep(0.2)
+    assert isinstance(await refresher.get(panel), int)  # the last good answer, not the error
+
+    other = Panel("index")
+    try:
+        await asyncio.wait_for(refresher.get(other), 2)
+    except BoardUnavailable as exc:  # never computed and the store is down: say so
+        assert exc.store_down
+    else:
+        raise AssertionError("expected BoardUnavailable")
+    await refresher.close()
+
+
+async def test_refresher_forgets_panels_nobody_looks_at() -> None:
+    import asyncio
+
+    from ingest.board.compute import Panel
+    from ingest.board.refresher import BoardRefresher
+
+    now = [0.0]
+    computed: list[str] = []
+
+    async def compute(panel: Panel) -> str:
+        computed.append(panel.kind)
+        return panel.kind
+
+    refresher = BoardRefresher(compute, interval_s=0.01, keep_s=10, max_panels=2, clock=lambda: now[0])
+    assert await refresher.get(Panel("index")) == "index"
+    now[0] = 11  # nobody asked for the index for longer than keep_s
+    assert await refresher.get(Panel("alerts")) == "alerts"
+    await asyncio.sleep(0.05)
+    assert Panel("index") not in refresher._entries and Panel("alerts") in refresher._entries
+    await refresher.close()

@@ -1,0 +1,160 @@
+"""What each board panel shows, computed from the store: the board's only heavy work.
+
+A ``Panel`` names one answer (an endpoint and its parameters). ``compute`` runs the
+panel's statements through a store and turns the rows into the JSON the page draws, with
+the same report code as ``auditstream report``. ``in_child`` is the entry point of the
+board's compute process (``refresher.BoardRefresher`` runs it there): it keeps one store
+and one event loop for the life of the process, and the bootstrap weight cache with them,
+so the ingest process itself never spends a moment on a bootstrap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from analytics.reports.experiment import BOX_BASELINE, BOX_RANKS, ReportQuery, experiment_report
+from core.settings import Settings
+from core.store import Store, StoreError, open_store
+from ingest.board import panels, queries
+
+SEED = 0
+"""The bootstrap seed of ``auditstream report experiment`` (its default), so the numbers agree."""
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One board answer: ``kind`` is the endpoint, ``params`` its validated parameters."""
+
+    kind: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, name: str) -> Any:
+        return dict(self.params)[name]
+
+
+class PanelFailed(Exception):
+    """The store refused one of the board's own statements (a bug, logged)."""
+
+
+async def _rows(store: Store, sql: str) -> list[dict[str, Any]]:
+    try:
+        return (await store.query(sql, read_only=True)).dicts()
+    except StoreError as exc:
+        raise PanelFailed(str(exc)[:500]) from None
+
+
+async def _named(store: Store, statements: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    results = await asyncio.gather(*(_rows(store, sql) for sql in statements.values()))
+    return dict(zip(statements, results, strict=True))
+
+
+async def _index(store: Store, panel: Panel) -> dict[str, Any]:
+    got = await _named(
+        store,
+        {
+            "activity": queries.EXPERIMENT_ACTIVITY_SQL,
+            "registry": queries.REGISTRY_SQL,
+            "crawls": queries.AUTOCOMPLETE_CRAWLS_SQL,
+            "personalization": queries.PERSONALIZATION_STUDIES_SQL,
+        },
+    )
+    return {
+        "experiments": panels.experiment_index(got["activity"], got["registry"]),
+        "autocomplete_studies": panels.autocomplete_index(got["crawls"]),
+        "personalization_studies": panels.personalization_index(got["personalization"]),
+    }
+
+
+async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
+    experiment_id, engine, ranks = panel.get("experiment_id"), panel.get("engine"), panel.get("ranks")
+    registry = await _rows(store, queries.registry_sql(experiment_id))
+    config = registry[0] if registry else None
+    query = ReportQuery(
+        experiment_id,
+        engine,
+        burn_in_days=int(config["burn_in_days"]) if config else 4,
+        unit_mode=str(config["unit_mode"] or "click") if config else "click",
+    )
+    got = await _named(store, queries.experiment_sql(query))
+    report = experiment_report(got, ranks, SEED, "control")
+    drops = panels.drops_panel(report.drops)
+    allocation = {str(a): float(w) for a, w in config["arms"].items()} if config else None
+    return {
+        "experiment_id": experiment_id,
+        "engine": engine,
+        "burn_in_days": query.burn_in_days,
+        "unit_mode": query.unit_mode,
+        "seed": SEED,
+        "registry_status": config["status"] if config else None,
+        "figure3": panels.figure3_json(report.figure3, ranks, "control"),
+        "element_shares": panels.shares_json(report.shares),
+        "box_subset": panels.figure3_json(report.box, BOX_RANKS, BOX_BASELINE),
+        "drops": drops,
+        "srm": panels.srm_panel(drops, allocation, got["srm_alerts"]),
+    }
+
+
+async def _autocomplete(store: Store, panel: Panel) -> dict[str, Any]:
+    study, engine = panel.get("study"), panel.get("engine")
+    got = await _named(store, queries.autocomplete_sql(study, engine))
+    return {
+        "study": study,
+        "engine": engine,
+        "churn": panels.churn_panel(got["churn"]),
+        "nmi": panels.nmi_panel(got["nmi"]),
+    }
+
+
+async def _personalization(store: Store, panel: Panel) -> dict[str, Any]:
+    study_id = panel.get("study_id")
+    got = await _named(store, queries.personalization_sql(study_id))
+    return {"study_id": study_id, **panels.personalization_panel(got["by_rank"], got["rounds"])}
+
+
+async def _alerts(store: Store, panel: Panel) -> dict[str, Any]:
+    return {"alerts": panels.alerts_panel(await _rows(store, queries.alerts_sql(panel.get("limit"))))}
+
+
+KINDS = {
+    "index": _index,
+    "experiment": _experiment,
+    "autocomplete": _autocomplete,
+    "personalization": _personalization,
+    "alerts": _alerts,
+}
+
+
+async def compute(store: Store, panel: Panel) -> dict[str, Any]:
+    """The JSON of one panel (``StoreUnavailable`` and ``PanelFailed`` propagate)."""
+    return await KINDS[panel.kind](store, panel)
+
+
+_CHILD: dict[str, Any] = {}
+
+
+STORE_FIELDS = ("clickhouse_url", "store_url", "data_dir")
+
+
+def store_settings(settings: Settings) -> dict[str, Any]:
+    """What the compute process needs to reach the same store (the token in clear: it
+    travels to a child process, never to a log or a file)."""
+    return {
+        **settings.model_dump(include=set(STORE_FIELDS)),
+        "store_token": settings.store_token.get_secret_value(),
+    }
+
+
+def child_init(store_fields: dict[str, Any]) -> None:
+    """Start of the compute process: its own loop and store, kept for its life."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    _CHILD["loop"] = loop
+    _CHILD["store"] = open_store(Settings(**store_fields))
+
+
+def in_child(panel: Panel) -> dict[str, Any]:
+    """One panel, computed in the compute process."""
+    loop: asyncio.AbstractEventLoop = _CHILD["loop"]
+    return loop.run_until_complete(compute(_CHILD["store"], panel))

@@ -1,0 +1,131 @@
+"""Board answers from a cache that one background task keeps fresh.
+
+A request only reads the cache. The first request for a panel registers it and waits for
+its first computation; from then on the task recomputes every panel someone asked for in
+the last ``keep_s`` seconds, one after the other, every ``interval_s`` seconds, and
+panels nobody asks for any more are dropped. Any number of open boards therefore cost
+one computation per panel per interval, and a slow computation delays the next refresh,
+never an answer. The computation itself runs wherever ``compute`` sends it; the ingest
+app gives it a separate process (``compute.in_child``), so the bootstrap never competes
+with the volunteers' requests for the ingest process's interpreter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.store import StoreUnavailable
+from ingest.board.compute import Panel, PanelFailed
+
+log = logging.getLogger(__name__)
+
+
+class BoardUnavailable(Exception):
+    """A panel has no answer yet and its computation failed (``reason`` says why)."""
+
+    def __init__(self, reason: str, store_down: bool) -> None:
+        super().__init__(reason)
+        self.store_down = store_down
+
+
+@dataclass
+class _Entry:
+    wanted_at: float
+    value: Any = None
+    computed_at: float = -math.inf
+    error: BoardUnavailable | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class BoardRefresher:
+    def __init__(
+        self,
+        compute: Callable[[Panel], Awaitable[Any]],
+        interval_s: float = 2.0,
+        keep_s: float = 60.0,
+        max_panels: int = 256,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.compute = compute
+        self.interval_s = interval_s
+        self.keep_s = keep_s
+        self.max_panels = max_panels
+        self.clock = clock
+        self.computations = 0
+        self._entries: dict[Panel, _Entry] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def get(self, panel: Panel) -> Any:
+        """The newest answer for ``panel``, waiting only for a panel's first computation."""
+        self._ensure_running()
+        entry = self._entries.get(panel)
+        if entry is None:
+            if len(self._entries) >= self.max_panels:
+                self._drop_unwanted(force=True)
+            entry = self._entries[panel] = _Entry(wanted_at=self.clock())
+            self._wake.set()
+        entry.wanted_at = self.clock()
+        await entry.done.wait()
+        if entry.computed_at == -math.inf and entry.error is not None:
+            raise entry.error
+        return entry.value
+
+    def _ensure_running(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="board-refresher")
+
+    def _drop_unwanted(self, force: bool = False) -> None:
+        now = self.clock()
+        for panel in [p for p, e in self._entries.items() if now - e.wanted_at > self.keep_s]:
+            del self._entries[panel]
+        if force and len(self._entries) >= self.max_panels:
+            oldest = min(self._entries, key=lambda p: self._entries[p].wanted_at)
+            self._entries[oldest].done.set()  # its waiters get what it has
+            del self._entries[oldest]
+
+    async def _run(self) -> None:
+        while True:
+            self._drop_unwanted()
+            started = self.clock()
+            for panel, entry in list(self._entries.items()):
+                fresh = started - entry.computed_at < self.interval_s
+                if not fresh:
+                    await self._refresh(panel, entry)
+            # sleep out the interval, but start at once for a panel never computed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._wake.wait(), max(0.05, self.interval_s - (self.clock() - started))
+                )
+            self._wake.clear()
+
+    async def _refresh(self, panel: Panel, entry: _Entry) -> None:
+        try:
+            entry.value = await self.compute(panel)
+            entry.computed_at = self.clock()
+            entry.error = None
+        except StoreUnavailable as exc:
+            entry.error = BoardUnavailable(str(exc)[:500], store_down=True)
+        except PanelFailed as exc:
+            log.error("board panel %s failed: %s", panel.kind, exc)
+            entry.error = BoardUnavailable(str(exc), store_down=False)
+        except Exception as exc:  # the compute process died, say: keep serving, retry next round
+            log.exception("board panel %s failed", panel.kind)
+            entry.error = BoardUnavailable(f"board computation failed: {type(exc).__name__}", False)
+        finally:
+            self.computations += 1
+            entry.done.set()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
