@@ -9,7 +9,15 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from analytics.stats.arrangement import element_shares, performative_power_lower_bound
-from analytics.stats.arrangement_table import ArmRow, InstallArmCounts, figure3
+from analytics.stats.arrangement_table import (
+    ArmRow,
+    InstallArmCounts,
+    PerInstallArrays,
+    figure3,
+    figure3_arrays,
+)
+from analytics.stats.bootstrap import install_key_sql
+from core.store import Store
 from schemas.sql import quote
 
 UNIT_COLUMNS = {"click": "units", "impression": "impressions"}
@@ -115,6 +123,19 @@ class ReportQuery:
         unit = UNIT_COLUMNS[self.unit_mode]
         return (
             f"SELECT install_id, arm, sum({unit}) AS n_units, sumForEach(clicks) AS n_clicks "
+            f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
+        )
+
+    def per_install_keys_sql(self, seed: int) -> str:
+        """``per_install_sql`` with each install as its bootstrap key under ``seed`` (computed
+        by ClickHouse), for the columnar path (``Store.query_arrow``)."""
+        if self.unit_mode not in UNIT_COLUMNS:
+            raise ValueError(f"unit mode must be one of {sorted(UNIT_COLUMNS)}")
+        unit = UNIT_COLUMNS[self.unit_mode]
+        return (
+            f"SELECT {install_key_sql('install_id', seed)} AS install_key, arm, "
+            f"toFloat64(sum({unit})) AS n_units, "
+            "arrayMap(x -> toFloat64(x), sumForEach(clicks)) AS n_clicks "
             f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
         )
 
@@ -290,3 +311,72 @@ def experiment_report(
         shares=element_share_rows(results["shares"]),
         drops=list(results["drops"]),
     )
+
+
+def arrays_from_arrow(table: Any, ranks: int) -> PerInstallArrays:
+    """The columns of ``per_install_keys_sql`` (an Arrow table) as ``PerInstallArrays``."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arm = pc.dictionary_encode(table.column("arm")).combine_chunks()
+    names = np.asarray(arm.dictionary.to_pylist(), dtype=object)
+    clicks = pa.chunked_array(table.column("n_clicks")).combine_chunks()
+    width = len(clicks[0]) if len(clicks) else ranks
+    flat = clicks.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)[:, :ranks]
+    if flat.shape[1] < ranks:
+        flat = np.pad(flat, ((0, 0), (0, ranks - flat.shape[1])))
+    return PerInstallArrays(
+        keys=table.column("install_key").to_numpy(),
+        arms=names[arm.indices.to_numpy(zero_copy_only=False)],
+        units=table.column("n_units").to_numpy(),
+        clicks=np.ascontiguousarray(flat, dtype=float),
+    )
+
+
+async def run_experiment_report(
+    store: Store, query: ReportQuery, ranks: int, seed: int = 0, baseline: str = "control"
+) -> ExperimentReport:
+    """Read and compute an experiment report from a store: the per-install statistics go
+    through the columnar path (no rows as JSON), the small tables as rows. This is what the
+    board and ``POST /v1/reports/experiment`` (behind ``report experiment``) run."""
+    import asyncio
+
+    box_query = replace(query, subset="box")
+    per_install, box, shares, drops = await asyncio.gather(
+        store.query_arrow(query.per_install_keys_sql(seed)),
+        store.query_arrow(box_query.per_install_keys_sql(seed)),
+        store.query(query.element_shares_sql(), read_only=True),
+        store.query(query.drops_sql(), read_only=True),
+    )
+
+    def table(rows: Any, ranks: int, baseline: str) -> list[ArmRow]:
+        if not rows.num_rows:
+            return []
+        return figure3_arrays(arrays_from_arrow(rows, ranks), ranks, seed=seed, baseline=baseline)
+
+    def compute() -> ExperimentReport:
+        return ExperimentReport(
+            baseline=baseline,
+            figure3=table(per_install, ranks, baseline),
+            box=table(box, BOX_RANKS, BOX_BASELINE),
+            shares=element_share_rows(shares.dicts()),
+            drops=list(drops.dicts()),
+        )
+
+    return compute()
+
+
+def report_json(report: ExperimentReport) -> dict[str, Any]:
+    """The report as ``report experiment --format json`` prints it."""
+    import math
+
+    pp = report.performative_power_lower_bound
+    return {
+        "baseline": report.baseline,
+        "arms": flatten(report.figure3),
+        "box_subset": {"baseline": BOX_BASELINE, "arms": flatten(report.box)},
+        "element_shares": report.shares,
+        "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
+        "preprocessing": report.drops,
+    }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analytics.stats.arrangement import distortion, gap
-from analytics.stats.bootstrap import percentile_interval, weights
+from analytics.stats.bootstrap import install_key, percentile_interval, weights_for_keys
 
 CONTROL = "control"
 
@@ -70,15 +70,58 @@ def figure3(
     box-subset comparisons of Figure 5, the arm that hides ads and box).
     """
     rows = list(rows)
-    installs = sorted({r.install_id for r in rows})
-    arms = sorted({r.arm for r in rows}, key=lambda a: (a != baseline, a))
-    index = {i: n for n, i in enumerate(installs)}
-    units = {a: np.zeros(len(installs)) for a in arms}
-    clicks = {a: np.zeros((len(installs), ranks)) for a in arms}
-    for r in rows:
-        units[r.arm][index[r.install_id]] += r.units
-        clicks[r.arm][index[r.install_id], :] += np.asarray(r.clicks[:ranks], dtype=float)
-    w = weights(installs, replicates, seed).astype(np.float64)  # [install, replicate]
+    clicks = np.zeros((len(rows), ranks))
+    for n, r in enumerate(rows):
+        got = np.asarray(r.clicks[:ranks], dtype=float)
+        clicks[n, : got.size] = got
+    return figure3_arrays(
+        PerInstallArrays(
+            keys=np.fromiter((install_key(r.install_id, seed) for r in rows), np.uint64, len(rows)),
+            arms=[r.arm for r in rows],
+            units=np.fromiter((r.units for r in rows), float, len(rows)),
+            clicks=clicks,
+        ),
+        ranks,
+        replicates,
+        seed,
+        level,
+        baseline,
+    )
+
+
+@dataclass(frozen=True)
+class PerInstallArrays:
+    """Per (install, arm) rows as columns: the install's ``install_key`` under the seed, the
+    arm, units and clicks on c_1..c_k ([row, rank])."""
+
+    keys: np.ndarray
+    arms: Sequence[str]
+    units: np.ndarray
+    clicks: np.ndarray
+
+
+def figure3_arrays(
+    rows: PerInstallArrays,
+    ranks: int = 6,
+    replicates: int = 200,
+    seed: int = 0,
+    level: float = 0.95,
+    baseline: str = CONTROL,
+) -> list[ArmRow]:
+    """``figure3`` on columns: sums are bincounts, replicates one matrix product per arm."""
+    installs, at = np.unique(rows.keys, return_inverse=True)
+    n = installs.size
+    arm_of = np.asarray(rows.arms, dtype=object)
+    arms = sorted(set(rows.arms), key=lambda a: (a != baseline, a))
+    units: dict[str, np.ndarray] = {}
+    clicks: dict[str, np.ndarray] = {}
+    for a in arms:
+        mask = arm_of == a
+        units[a] = np.bincount(at[mask], weights=rows.units[mask], minlength=n)
+        clicks[a] = np.stack(
+            [np.bincount(at[mask], weights=rows.clicks[mask, i], minlength=n) for i in range(ranks)], axis=1
+        )
+    w = weights_for_keys(installs, replicates, seed).astype(np.float64)  # [install, replicate]
 
     point = {a: _ratio(clicks[a].sum(axis=0), np.full(ranks, units[a].sum())) for a in arms}
     boot = {a: _ratio(w.T @ clicks[a], (w.T @ units[a])[:, None]) for a in arms}  # [replicate, rank]

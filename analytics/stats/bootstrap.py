@@ -78,25 +78,35 @@ def _weight_rows(keys: np.ndarray, replicates: int) -> np.ndarray:
 
 class WeightCache:
     """Weight rows computed once per install and reused: a live board refreshes the same
-    installs every few seconds, and one report reads several tables over one panel."""
+    installs every few seconds, and one report reads several tables over one panel.
+    Installs are known by their key (``install_key``), which ClickHouse can compute too."""
 
     def __init__(self, max_installs: int = 1_000_000) -> None:
         self.max_installs = max_installs
-        self._rows: dict[tuple[int, int], tuple[dict[str, int], np.ndarray]] = {}
+        self._rows: dict[tuple[int, int], tuple[dict[int, int], np.ndarray]] = {}
 
     def get(self, install_ids: Sequence[str], replicates: int, seed: int) -> np.ndarray:
-        index, matrix = self._rows.get((seed, replicates), ({}, np.zeros((0, replicates), np.uint8)))
-        missing = [i for i in dict.fromkeys(install_ids) if i not in index]
+        keys = np.fromiter(
+            (install_key(i, seed) for i in install_ids), dtype=np.uint64, count=len(install_ids)
+        )
+        return self.for_keys(keys, replicates, seed)
+
+    def for_keys(self, keys: np.ndarray, replicates: int, seed: int) -> np.ndarray:
+        """uint8 [install, replicate] for installs given by their ``install_key`` under ``seed``."""
+        empty = np.zeros((0, replicates), np.uint8)
+        index, matrix = self._rows.get((seed, replicates), ({}, empty))
+        wanted = keys.tolist()
+        missing = list(dict.fromkeys(k for k in wanted if k not in index))
         if missing:
             if len(index) + len(missing) > self.max_installs:
-                index, matrix = {}, np.zeros((0, replicates), np.uint8)
-                missing = list(dict.fromkeys(install_ids))
-            keys = np.fromiter((install_key(i, seed) for i in missing), dtype=np.uint64, count=len(missing))
-            for n, install in enumerate(missing, start=len(index)):
-                index[install] = n
-            matrix = np.concatenate([matrix, _weight_rows(keys, replicates)])
+                index, matrix = {}, empty
+                missing = list(dict.fromkeys(wanted))
+            for n, key in enumerate(missing, start=len(index)):
+                index[key] = n
+            fresh = _weight_rows(np.asarray(missing, dtype=np.uint64), replicates)
+            matrix = np.concatenate([matrix, fresh])
             self._rows[(seed, replicates)] = (index, matrix)
-        return matrix[np.fromiter((index[i] for i in install_ids), dtype=np.int64, count=len(install_ids))]
+        return matrix[np.fromiter((index[k] for k in wanted), dtype=np.int64, count=len(wanted))]
 
 
 _CACHE = WeightCache()
@@ -106,6 +116,17 @@ def weights(install_ids: Sequence[str], replicates: int, seed: int) -> np.ndarra
     """Matrix [install, replicate] of deterministic Poisson(1) weights (uint8), vectorized
     and cached per install."""
     return _CACHE.get(install_ids, replicates, seed)
+
+
+def weights_for_keys(keys: np.ndarray, replicates: int, seed: int) -> np.ndarray:
+    """``weights`` for installs given by ``install_key`` (as ClickHouse's
+    ``xxHash64(concat('<seed>:', install_id))`` returns it)."""
+    return _CACHE.for_keys(keys, replicates, seed)
+
+
+def install_key_sql(install_expr: str, seed: int) -> str:
+    """ClickHouse expression for ``install_key``."""
+    return f"xxHash64(concat('{int(seed)}:', {install_expr}))"
 
 
 def uniform_sql(install_expr: str, replicate_expr: str, seed_expr: str) -> str:

@@ -12,10 +12,10 @@ import typer
 from rich.table import Table
 
 from auditstream.cli.common import fail, result_console
-from auditstream.cli.data import ApiKeyOpt, Format, Url, print_result, run_sql
+from auditstream.cli.data import ApiKeyOpt, Format, Url, call_api, print_result, run_sql
 
 if TYPE_CHECKING:
-    from analytics.reports.experiment import ExperimentReport, ReportQuery
+    from analytics.reports.experiment import ReportQuery
     from analytics.stats.arrangement_table import ArmRow, Estimate
 
 app = typer.Typer(
@@ -116,24 +116,32 @@ def experiment(
     api_key: ApiKeyOpt = None,
     format: Format = "table",
 ) -> None:
-    """CTR per position and arm, gap and distortion against control, 95% clustered-bootstrap CIs."""
-    from analytics.reports.experiment import experiment_report, report_statements
+    """CTR per position and arm, gap and distortion against control, 95% clustered-bootstrap CIs.
 
-    query = _report_query(
-        experiment_id, engine, burn_in_days, not include_unidentified, subset, since, until, unit_mode
-    )
-    try:
-        statements = report_statements(query)
-    except ValueError as exc:
-        raise fail(str(exc), 2) from None
-    results = {name: as_dicts(run_sql(url, api_key, sql)) for name, sql in statements.items()}
-    if not results["per_install"]:
-        raise fail(f"no units for {experiment_id} on {engine} after preprocessing", 1)
-    report = experiment_report(results, ranks, seed, baseline)
-    if format in ("json", "csv"):
-        _emit_experiment(report, baseline, format)
+    Computed by the service (POST /v1/reports/experiment) from its per-install statistics.
+    """
+    _report_query(experiment_id, engine, burn_in_days, True, subset, since, until, unit_mode)  # exits 2
+    body = {
+        "experiment_id": experiment_id,
+        "engine": engine,
+        "subset": subset,
+        "burn_in_days": burn_in_days,
+        "include_unidentified": include_unidentified,
+        "since": since,
+        "until": until,
+        "ranks": ranks,
+        "unit_mode": unit_mode,
+        "seed": seed,
+        "baseline": baseline,
+    }
+    doc = call_api(url, api_key, "POST", "/v1/reports/experiment", body)
+    if format == "json":
+        emit_json(doc)
+    elif format == "csv":
+        columns = list(doc["arms"][0]) if doc["arms"] else []
+        print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in doc["arms"]]}, "csv")
     else:
-        _print_experiment(report, f"{experiment_id} · {engine} · subset {subset}", ranks)
+        _print_experiment(doc, f"{experiment_id} · {engine} · subset {subset}", ranks)
 
 
 def _report_query(
@@ -164,28 +172,12 @@ def _report_query(
         raise fail(str(exc), 2) from None
 
 
-def _emit_experiment(report: ExperimentReport, baseline: str, format: str) -> None:
-    from analytics.reports.experiment import BOX_BASELINE, flatten
-
-    records = flatten(report.figure3)
-    if format == "csv":
-        columns = list(records[0].keys()) if records else []
-        print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
-        return
-    pp = report.performative_power_lower_bound
-    emit_json(
-        {
-            "baseline": baseline,
-            "arms": records,
-            "box_subset": {"baseline": BOX_BASELINE, "arms": flatten(report.box)},
-            "element_shares": report.shares,
-            "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
-            "preprocessing": report.drops,
-        }
-    )
+def _cell(record: dict[str, Any], name: str) -> str:
+    """``name`` (e.g. ``ctr_c1``) of a flattened report record with its interval."""
+    return _fmt(record.get(name), (record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")))
 
 
-def _print_experiment(report: ExperimentReport, title: str, ranks: int) -> None:
+def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
     console = result_console()
     ctr_table = Table(
         "arm",
@@ -198,26 +190,37 @@ def _print_experiment(report: ExperimentReport, title: str, ranks: int) -> None:
         "arm",
         *(f"delta c{i}" for i in range(1, 4)),
         *(f"beta c{i}" for i in range(1, 4)),
-        title="performativity gap and algorithmic distortion against control",
+        title=f"performativity gap and algorithmic distortion against {doc['baseline']}",
     )
-    for row in report.figure3:
-        ctr_table.add_row(row.arm, str(row.units), str(row.installs), *(_ci(e) for e in row.ctr))
-        if row.delta:
-            gap_table.add_row(row.arm, *(_ci(e) for e in row.delta[:3]), *(_ci(e) for e in row.beta[:3]))
+    for row in doc["arms"]:
+        ctr_table.add_row(
+            row["arm"],
+            str(row["units"]),
+            str(row["installs"]),
+            *(_cell(row, f"ctr_c{i}") for i in range(1, ranks + 1)),
+        )
+        if "delta_c1" in row:
+            n = min(3, ranks)
+            gap_table.add_row(
+                row["arm"], *(_cell(row, f"delta_c{i}") for i in range(1, n + 1)),
+                *(_cell(row, f"beta_c{i}") for i in range(1, n + 1)),
+            )  # fmt: skip
     console.print(ctr_table)
     console.print(gap_table)
-    pp = report.performative_power_lower_bound
-    if not math.isnan(pp):
+    pp = doc["performative_power_lower_bound"]
+    if pp is not None:
         console.print(f"performative power, lower bound (max |delta c1|): {pp:.3f}")
     columns = ["arm", "organic", "ad", "shopping_box", "ssr", "other"]
+    shares = doc["element_shares"]
     print_result(
-        {"columns": columns, "rows": [[s[c] for c in columns] for s in report.shares]},
+        {"columns": columns, "rows": [[s[c] for c in columns] for s in shares]},
         "table",
         title="share of clicks by element type",
     )
-    drop_columns = list(report.drops[0]) if report.drops else []
+    drops = doc["preprocessing"]
+    drop_columns = list(drops[0]) if drops else []
     print_result(
-        {"columns": drop_columns, "rows": [[d[c] for c in drop_columns] for d in report.drops]},
+        {"columns": drop_columns, "rows": [[d[c] for c in drop_columns] for d in drops]},
         "table",
         title="preprocessing: units kept and dropped",
     )

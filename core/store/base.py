@@ -94,6 +94,17 @@ class Store(abc.ABC):
     async def insert_json_rows(self, table: str, lines: bytes) -> None:
         """Insert newline-separated JSON objects, columns matched by name."""
 
+    async def query_arrow(self, sql: str) -> Any:
+        """A read-only query's result as a ``pyarrow.Table``: the columnar path for results of
+        hundreds of thousands of rows (per-install statistics), with no JSON in between.
+        Backends that can stream Arrow override this; the default converts the rows."""
+        import pyarrow as pa
+
+        result = await self.query(sql, read_only=True)
+        return pa.Table.from_pydict(
+            {name: [row[i] for row in result.rows] for i, name in enumerate(result.columns)}
+        )
+
     async def status(self) -> dict[str, Any]:
         """How busy the read lanes are (``saturated``: every lane busy and queries waiting)."""
         return {}

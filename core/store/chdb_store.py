@@ -89,6 +89,16 @@ class ChdbStore(Store):
                 f"{sql}\nSETTINGS output_format_json_quote_64bit_integers = 0", "JSONCompact"
             )
             return _result(raw)
+        return _result(await self._read(sql, limits, "JSONCompact"))
+
+    async def query_arrow(self, sql: str) -> Any:
+        import pyarrow.ipc
+
+        raw = await self._read(sql, None, "ArrowStream")
+        return pyarrow.ipc.open_stream(raw).read_all()
+
+    async def _read(self, sql: str, limits: QueryLimits | None, fmt: str) -> bytes:
+        """Run a read-only statement on a free read lane; killed in chDB if the caller goes away."""
         tag = f"auditstream-read-{uuid.uuid4().hex}"
         settings = f"{READ_SETTINGS}, log_comment = '{tag}'"
         if limits is not None:
@@ -99,9 +109,9 @@ class ChdbStore(Store):
         finally:
             self._waiting -= 1
         try:
-            task = asyncio.ensure_future(lane(f"{sql}\nSETTINGS {settings}", "JSONCompact"))
+            task = asyncio.ensure_future(lane(f"{sql}\nSETTINGS {settings}", fmt))
             try:
-                raw = await asyncio.shield(task)
+                return await asyncio.shield(task)
             except asyncio.CancelledError:
                 await self._kill(tag)
                 with contextlib.suppress(StoreError, asyncio.CancelledError):
@@ -113,7 +123,6 @@ class ChdbStore(Store):
                 raise
         finally:
             self._idle.put_nowait(lane)
-        return _result(raw)
 
     async def _kill(self, tag: str) -> None:
         """Stop the read tagged ``tag`` in chDB (its caller went away)."""

@@ -54,6 +54,11 @@ class HttpStore(Store):
         doc = orjson.loads(await self._post("/query", sql.encode(), params))
         return QueryResult(doc["columns"], doc["types"], doc["rows"])
 
+    async def query_arrow(self, sql: str) -> Any:
+        import pyarrow.ipc
+
+        return pyarrow.ipc.open_stream(await self._post("/query_arrow", sql.encode())).read_all()
+
     async def insert_json_rows(self, table: str, lines: bytes) -> None:
         if lines:
             await self._post("/insert", lines, {"table": table})

@@ -3,7 +3,8 @@
 chDB allows one process per data directory, so the workers (writes) and the
 ingest ``/v1/sql`` endpoint (reads) all come here. The API is internal:
 ``POST /execute`` (SQL body), ``POST /query[?read_only=1&<QueryLimits>]`` (SQL body,
-JSON rows back), ``POST /insert?table=T`` (JSONEachRow body) and ``GET /status`` (read
+JSON rows back), ``POST /query_arrow`` (SQL body, read-only, an Arrow IPC stream back),
+``POST /insert?table=T`` (JSONEachRow body) and ``GET /status`` (read
 lanes). It runs with handler cancellation: a read whose caller hung up is killed.
 """
 
@@ -60,6 +61,18 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
         result = await request.app[STORE].query(await request.text(), read_only=read_only, limits=limits)
         return web.Response(body=orjson.dumps(result.to_json()), content_type="application/json")
 
+    async def query_arrow(request: web.Request) -> web.Response:
+        """A read-only query as an Arrow IPC stream (the columnar path, see Store.query_arrow)."""
+        import pyarrow as pa
+
+        table = await request.app[STORE].query_arrow(await request.text())
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        return web.Response(
+            body=sink.getvalue().to_pybytes(), content_type="application/vnd.apache.arrow.stream"
+        )
+
     async def status(request: web.Request) -> web.Response:
         return web.json_response(await request.app[STORE].status())
 
@@ -74,5 +87,6 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
     app.router.add_get("/status", status)
     app.router.add_post("/execute", execute)
     app.router.add_post("/query", query)
+    app.router.add_post("/query_arrow", query_arrow)
     app.router.add_post("/insert", insert)
     return app

@@ -14,7 +14,14 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from analytics.reports.experiment import BOX_BASELINE, BOX_RANKS, ReportQuery, experiment_report
+from analytics.reports.experiment import (
+    BOX_BASELINE,
+    BOX_RANKS,
+    ReportQuery,
+    parse_moment,
+    report_json,
+    run_experiment_report,
+)
 from core.settings import Settings
 from core.store import Store, StoreError, open_store
 from ingest.board import panels, queries
@@ -77,8 +84,12 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         burn_in_days=int(config["burn_in_days"]) if config else 4,
         unit_mode=str(config["unit_mode"] or "click") if config else "click",
     )
-    got = await _named(store, queries.experiment_sql(query))
-    report = experiment_report(got, ranks, SEED, "control")
+    statements = queries.experiment_sql(query)
+    try:
+        report = await run_experiment_report(store, query, ranks, SEED, "control")
+    except StoreError as exc:
+        raise PanelFailed(str(exc)[:500]) from None
+    srm_alerts = await _rows(store, statements["srm_alerts"])
     drops = panels.drops_panel(report.drops)
     allocation = {str(a): float(w) for a, w in config["arms"].items()} if config else None
     return {
@@ -92,7 +103,7 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "element_shares": panels.shares_json(report.shares),
         "box_subset": panels.figure3_json(report.box, BOX_RANKS, BOX_BASELINE),
         "drops": drops,
-        "srm": panels.srm_panel(drops, allocation, got["srm_alerts"]),
+        "srm": panels.srm_panel(drops, allocation, srm_alerts),
     }
 
 
@@ -117,7 +128,28 @@ async def _alerts(store: Store, panel: Panel) -> dict[str, Any]:
     return {"alerts": panels.alerts_panel(await _rows(store, queries.alerts_sql(panel.get("limit"))))}
 
 
+async def _report(store: Store, panel: Panel) -> dict[str, Any]:
+    """``report experiment``: one report for the selection in ``panel`` (see ingest/reports.py)."""
+    p = dict(panel.params)
+    query = ReportQuery(
+        p["experiment_id"],
+        p["engine"],
+        p["burn_in_days"],
+        not p["include_unidentified"],
+        p["subset"],
+        parse_moment(p["since"]) if p["since"] else None,
+        parse_moment(p["until"]) if p["until"] else None,
+        p["unit_mode"],
+    )
+    try:
+        report = await run_experiment_report(store, query, p["ranks"], p["seed"], p["baseline"])
+    except StoreError as exc:
+        raise PanelFailed(str(exc)[:500]) from None
+    return report_json(report)
+
+
 KINDS = {
+    "report": _report,
     "index": _index,
     "experiment": _experiment,
     "autocomplete": _autocomplete,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -142,10 +142,19 @@ async def alerts(request: web.Request) -> web.Response:
     return await _answer(request, Panel("alerts", (("limit", _int_param(request, "limit", 50, 1, 500)),)))
 
 
-def _refresher(settings: Settings, store: Store, in_process: bool) -> tuple[BoardRefresher, Any]:
-    """The refresher, computing in a child process (or here, for a store given in code)."""
+ComputeFn = Callable[[Panel], Awaitable[Any]]
+COMPUTE: web.AppKey[ComputeFn] = web.AppKey("board_compute")
+"""Computes any panel where the board computes (``POST /v1/reports/experiment`` uses it too)."""
+
+
+def _refresher(settings: Settings, store: Store, in_process: bool) -> tuple[ComputeFn, Any]:
+    """How panels are computed: in a child process (or here, for a store given in code)."""
     if in_process:
-        return BoardRefresher(lambda panel: compute.compute(store, panel), REFRESH_S), None
+
+        async def here(panel: Panel) -> Any:
+            return await compute.compute(store, panel)
+
+        return here, None
     pool = ProcessPoolExecutor(
         max_workers=1,
         mp_context=multiprocessing.get_context("spawn"),
@@ -156,13 +165,14 @@ def _refresher(settings: Settings, store: Store, in_process: bool) -> tuple[Boar
     async def in_child(panel: Panel) -> Any:
         return await asyncio.get_running_loop().run_in_executor(pool, compute.in_child, panel)
 
-    return BoardRefresher(in_child, REFRESH_S), pool
+    return in_child, pool
 
 
 def add_routes(app: web.Application, settings: Settings, store: Store, in_process: bool) -> None:
     """The board's routes; ``in_process`` computes panels in this process (a store given in
     code, which a child process could not reach), otherwise in a child process."""
-    app[REFRESHER], pool = _refresher(settings, store, in_process)
+    app[COMPUTE], pool = _refresher(settings, store, in_process)
+    app[REFRESHER] = BoardRefresher(app[COMPUTE], REFRESH_S)
     app[ASSET_FILES] = load_assets()
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
