@@ -13,7 +13,12 @@ are recomputed in bulk. Admin scope only: an import writes history.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import re
 from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,11 +32,13 @@ from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
 from ingest.validation import Rejection, validate_batch
 from schemas.event_types import FAMILY_BY_TYPE
-from schemas.topics import Family
+from schemas.topics import FAMILIES
 from schemas.wire import format_received_at
 from streams.bulk_import import IMPORTABLE_FAMILIES, BulkImporter, Span, spans_of
 
+BY_FAMILY = {f.name: f for f in FAMILIES}
 IMPORTER = web.AppKey("bulk_importer", BulkImporter)
+PREPARE: web.AppKey[Callable[[bytes], Awaitable[PreparedChunk]]] = web.AppKey("import_prepare")
 IMPORT_LOCK = web.AppKey("import_lock", asyncio.Lock)
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 MAX_LISTED_REJECTIONS = 100
@@ -72,69 +79,85 @@ async def _body(request: web.Request) -> bytes:
     return b"".join(parts)
 
 
-def _parse(body: bytes) -> tuple[list[Any], list[str | None], list[int], list[Rejection]]:
-    """Items to validate, their received_at (None: use sent_at), their line numbers, and
-    the lines that are not JSON objects or carry a bad received_at."""
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}")
+_SUMMARY_FIELDS = ("type", "experiment_id", "engine", "arm", "identified")
+
+
+@dataclass
+class PreparedChunk:
+    """A chunk after validation: canonical rows by family (with the few fields the write
+    path reads from each event), rejections by line number, and how many lines it had."""
+
+    rows: dict[str, tuple[list[dict[str, Any]], list[bytes]]] = field(default_factory=dict)
+    rejected: list[Rejection] = field(default_factory=list)
+    lines: int = 0
+
+
+def _stamp(value: Any) -> str:
+    """A line's received_at in the wire form (``ValueError`` when it is not a timestamp)."""
+    if not isinstance(value, str):
+        raise ValueError("received_at must be text")
+    moment = datetime.fromisoformat(value)
+    if _STAMP.fullmatch(value):
+        return value  # already the wire form (an export of the raw tables)
+    return format_received_at(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+
+
+def prepare_chunk(body: bytes) -> PreparedChunk:
+    """Parse, validate and serialise one chunk of JSON lines (pure; runs in a worker process).
+
+    Each line is validated by the models of ``POST /v1/events`` and written from its model,
+    so the stored row is exactly what was validated, with its received_at appended.
+    """
+    out = PreparedChunk()
     items: list[Any] = []
     stamps: list[str | None] = []
     numbers: list[int] = []
-    bad: list[Rejection] = []
     for n, line in enumerate(body.split(b"\n"), start=1):
         if not line.strip():
             continue
+        out.lines += 1
         try:
             item = orjson.loads(line)
+            stamp = item.pop("received_at", None) if isinstance(item, dict) else None
+            stamps.append(None if stamp is None else _stamp(stamp))
         except orjson.JSONDecodeError:
-            bad.append(Rejection(n, "malformed_json", None))
+            out.rejected.append(Rejection(n, "malformed_json", None))
             continue
-        stamp = item.pop("received_at", None) if isinstance(item, dict) else None
-        if stamp is not None:
-            try:
-                moment = datetime.fromisoformat(stamp)
-                stamp = format_received_at(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
-            except (TypeError, ValueError):
-                bad.append(Rejection(n, "invalid_value", "received_at"))
-                continue
+        except ValueError:
+            out.rejected.append(Rejection(n, "invalid_value", "received_at"))
+            continue
         items.append(item)
-        stamps.append(stamp)
         numbers.append(n)
-    return items, stamps, numbers, bad
-
-
-def _rows(
-    items: list[Any], stamps: list[str | None], numbers: list[int]
-) -> tuple[dict[str, tuple[Family, list[dict[str, Any]], list[bytes]]], list[Rejection]]:
-    """Validated canonical rows by family, and the rejections (by line number)."""
-    by_family: dict[str, tuple[Family, list[dict[str, Any]], list[bytes]]] = {}
-    rejected: list[Rejection] = []
-    index = 0
     accepted, refused = validate_batch(items)
     refused_at = {r.index: r for r in refused}
     models = iter(accepted)
     for index, number in enumerate(numbers):
         if index in refused_at:
-            rejected.append(Rejection(number, refused_at[index].reason, refused_at[index].field))
+            out.rejected.append(Rejection(number, refused_at[index].reason, refused_at[index].field))
             continue
-        model = next(models)
-        family = FAMILY_BY_TYPE[model.type]  # type: ignore[attr-defined]
+        model: Any = next(models)
+        family = FAMILY_BY_TYPE[model.type]
         if family.name not in IMPORTABLE_FAMILIES:
-            rejected.append(Rejection(number, "not_importable", "type"))
+            out.rejected.append(Rejection(number, "not_importable", "type"))
             continue
-        stamp = stamps[index] or format_received_at(model.sent_at)  # type: ignore[attr-defined]
+        stamp = stamps[index] or format_received_at(model.sent_at)
         line = model.model_dump_json().encode()[:-1] + b',"received_at":' + orjson.dumps(stamp) + b"}"
-        entry = by_family.setdefault(family.name, (family, [], []))
-        entry[1].append(orjson.loads(line))
-        entry[2].append(line)
-    return by_family, rejected
+        summary = {k: getattr(model, k, None) for k in _SUMMARY_FIELDS}
+        summary["event_id"], summary["received_at"] = str(model.event_id), stamp
+        events, lines = out.rows.setdefault(family.name, ([], []))
+        events.append(summary)
+        lines.append(line)
+    out.rejected.sort(key=lambda r: r.index)
+    return out
 
 
 async def post_import(request: web.Request) -> web.Response:
     """Store one chunk of JSON lines; answer what was stored and the days to recompute."""
     key = authorize(request, "admin")
     body = await _body(request)
-    items, stamps, numbers, bad = await asyncio.to_thread(_parse, body)
-    by_family, rejected = await asyncio.to_thread(_rows, items, stamps, numbers)
-    rejected = sorted(bad + rejected, key=lambda r: r.index)
+    chunk = await request.app[PREPARE](body)
+    rejected = chunk.rejected
     metrics = request.app[METRICS]
     for reason, n in Counter(r.reason for r in rejected).items():
         metrics.rejected.labels(reason, key.name).inc(n)
@@ -142,10 +165,10 @@ async def post_import(request: web.Request) -> web.Response:
     spans: set[Span] = set()
     try:
         async with request.app[IMPORT_LOCK]:
-            for family, events, lines in by_family.values():
-                written = await request.app[IMPORTER].write(family, events, lines)
+            for name, (events, lines) in chunk.rows.items():
+                written = await request.app[IMPORTER].write(BY_FAMILY[name], events, lines)
                 totals.update(inserted=written.inserted, duplicates=written.duplicates, dead=written.dead)
-                if family.name == "extension":
+                if name == "extension":
                     spans |= spans_of(events)
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
@@ -153,8 +176,8 @@ async def post_import(request: web.Request) -> web.Response:
         raise problem(503, "store_refused", str(exc)[:500]) from None
     return json_response(
         {
-            "lines": len(items) + len(bad),
-            "accepted": sum(len(e) for _, e, _ in by_family.values()),
+            "lines": chunk.lines,
+            "accepted": sum(len(e) for e, _ in chunk.rows.values()),
             "inserted": totals["inserted"],
             "duplicates": totals["duplicates"],
             "dead_letters": totals["dead"],
@@ -195,8 +218,26 @@ async def post_recompute(request: web.Request) -> web.Response:
     return json_response({"days": len(asked.spans), "installs": len(asked.installs)})
 
 
-def add_routes(app: web.Application) -> None:
+def add_routes(app: web.Application, workers: int = 2) -> None:
+    """The import routes; chunks are validated in ``workers`` processes (0: in a thread here)."""
     app[IMPORTER] = BulkImporter(app[STORE])
     app[IMPORT_LOCK] = asyncio.Lock()
+    pools: list[ProcessPoolExecutor] = []
+
+    async def prepare(body: bytes) -> PreparedChunk:
+        if workers == 0:
+            return await asyncio.to_thread(prepare_chunk, body)
+        if not pools:  # started on the first import: most services never import
+            context = multiprocessing.get_context("spawn")
+            pools.append(ProcessPoolExecutor(max_workers=workers, mp_context=context))
+        return await asyncio.get_running_loop().run_in_executor(pools[0], prepare_chunk, body)
+
+    async def lifetime(app: web.Application) -> AsyncIterator[None]:
+        yield
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    app[PREPARE] = prepare
+    app.cleanup_ctx.append(lifetime)
     app.router.add_post("/v1/import", post_import)
     app.router.add_post("/v1/import/recompute", post_recompute)

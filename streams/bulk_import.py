@@ -12,11 +12,12 @@ finished by importing the same file again.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.store import Store
+from core.store import Store, StoreError
 from schemas.sql import quote
 from schemas.topics import EXTENSION, Family
 from schemas.wire import parse_received_at
@@ -24,9 +25,9 @@ from streams.recompute import arrangement_stats, clicks_by_rank
 from streams.sinks.raw_writer import RawWrite, RawWriter
 
 DAY_S = 86400
-LOOKUP_MARGIN_S = DAY_S
-"""A chunk's ids are looked up within its received_at range widened by a day each way: an
-event has one received_at per file (its own, else its sent_at), and an event first
+LOOKUP_MARGIN_S = 3600
+"""A chunk's ids are looked up within its received_at range widened by an hour each way:
+an event has one received_at per file (its own, else its sent_at), and an event first
 ingested live was received within seconds of being sent."""
 
 IMPORTABLE_FAMILIES = frozenset({EXTENSION.name, "panel"})
@@ -56,20 +57,18 @@ def spans_of(events: Iterable[Mapping[str, Any]]) -> set[Span]:
 
 
 class _RangedRawWriter(RawWriter):
-    """Looks a chunk's ids up in its own time range (both ends), however old it is."""
+    """Looks a chunk's ids up in its own time range (both ends), however old it is: the
+    fallback for a chunk ClickHouse refuses as a whole, which is then isolated row by row."""
 
     async def _existing_ids(self, family: Family, batch: Any) -> set[str]:
         if not batch.events:
             return set()
-        times = [int(parse_received_at(e["received_at"]).timestamp()) for e in batch.events]
-        lo, hi = min(times) - LOOKUP_MARGIN_S, max(times) + LOOKUP_MARGIN_S + 1
+        where = _in_range(*_time_range(batch.events))
         found: set[str] = set()
         for start in range(0, len(batch.events), LOOKUP_CHUNK):
             ids = ", ".join(quote(e["event_id"]) for e in batch.events[start : start + LOOKUP_CHUNK])
             result = await self.store.query(
-                f"SELECT toString(event_id) FROM {family.raw_table} "
-                f"WHERE received_at >= toDateTime64({lo}, 3, 'UTC') "
-                f"AND received_at < toDateTime64({hi}, 3, 'UTC') AND event_id IN ({ids})"
+                f"SELECT toString(event_id) FROM {family.raw_table} WHERE {where} AND event_id IN ({ids})"
             )
             found.update(r[0] for r in result.rows)
         return found
@@ -78,16 +77,49 @@ class _RangedRawWriter(RawWriter):
 LOOKUP_CHUNK = 5000
 
 
+def _time_range(events: list[dict[str, Any]]) -> tuple[int, int]:
+    times = [int(parse_received_at(e["received_at"]).timestamp()) for e in events]
+    return min(times) - LOOKUP_MARGIN_S, max(times) + LOOKUP_MARGIN_S + 1
+
+
+def _in_range(lo: int, hi: int) -> str:
+    return f"received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64({hi}, 3, 'UTC')"
+
+
 class BulkImporter:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.raw = _RangedRawWriter(store)
 
     async def write(self, family: Family, events: list[dict[str, Any]], lines: list[bytes]) -> RawWrite:
-        """Store one chunk of one family's canonical rows, once per event id."""
-        from streams.recompute.batch import DecodedBatch
+        """Store one chunk of one family's canonical rows, once per event id.
 
-        return await self.raw.write(family, DecodedBatch(events=events, lines=lines))
+        The chunk goes into a staging table in one insert, and ClickHouse copies over the
+        rows whose ids the raw table does not hold yet (in the chunk's time range): no ids
+        travel as SQL text, and the copy is native. A chunk ClickHouse refuses goes through
+        the stream's path instead, which keeps the rows it refuses in ``dead_letters``.
+        """
+        if not events:
+            return RawWrite(0, 0, 0)
+        staging = f"import_staging_{uuid.uuid4().hex}"
+        raw, where = family.raw_table, _in_range(*_time_range(events))
+        await self.store.execute(f"CREATE TABLE {staging} AS {raw} ENGINE = Memory")
+        try:
+            try:
+                await self.store.insert_json_rows(staging, b"\n".join(lines))
+            except StoreError:
+                from streams.recompute.batch import DecodedBatch
+
+                return await self.raw.write(family, DecodedBatch(events=events, lines=lines))
+            new = (
+                f"SELECT * FROM {staging} WHERE event_id NOT IN "
+                f"(SELECT event_id FROM {raw} WHERE {where}) LIMIT 1 BY event_id"
+            )
+            inserted = int((await self.store.query(f"SELECT count() FROM ({new})")).rows[0][0])
+            await self.store.execute(f"INSERT INTO {raw} {new}")
+        finally:
+            await self.store.execute(f"DROP TABLE IF EXISTS {staging}")
+        return RawWrite(inserted=inserted, duplicates=len(events) - inserted, dead=0)
 
     async def recompute_day(self, span: Span) -> None:
         """The minute aggregate and the per-install 10-second slices of one day."""

@@ -320,7 +320,6 @@ def arrays_from_arrow(table: Any, ranks: int) -> PerInstallArrays:
     import pyarrow.compute as pc
 
     arm = pc.dictionary_encode(table.column("arm")).combine_chunks()
-    names = np.asarray(arm.dictionary.to_pylist(), dtype=object)
     clicks = pa.chunked_array(table.column("n_clicks")).combine_chunks()
     width = len(clicks[0]) if len(clicks) else ranks
     flat = clicks.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)[:, :ranks]
@@ -328,7 +327,8 @@ def arrays_from_arrow(table: Any, ranks: int) -> PerInstallArrays:
         flat = np.pad(flat, ((0, 0), (0, ranks - flat.shape[1])))
     return PerInstallArrays(
         keys=table.column("install_key").to_numpy(),
-        arms=names[arm.indices.to_numpy(zero_copy_only=False)],
+        arm_codes=arm.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+        arm_names=arm.dictionary.to_pylist(),
         units=table.column("n_units").to_numpy(),
         clicks=np.ascontiguousarray(flat, dtype=float),
     )

@@ -74,10 +74,13 @@ def figure3(
     for n, r in enumerate(rows):
         got = np.asarray(r.clicks[:ranks], dtype=float)
         clicks[n, : got.size] = got
+    names = sorted({r.arm for r in rows})
+    code = {a: n for n, a in enumerate(names)}
     return figure3_arrays(
         PerInstallArrays(
             keys=np.fromiter((install_key(r.install_id, seed) for r in rows), np.uint64, len(rows)),
-            arms=[r.arm for r in rows],
+            arm_codes=np.fromiter((code[r.arm] for r in rows), np.int64, len(rows)),
+            arm_names=names,
             units=np.fromiter((r.units for r in rows), float, len(rows)),
             clicks=clicks,
         ),
@@ -92,10 +95,11 @@ def figure3(
 @dataclass(frozen=True)
 class PerInstallArrays:
     """Per (install, arm) rows as columns: the install's ``install_key`` under the seed, the
-    arm, units and clicks on c_1..c_k ([row, rank])."""
+    arm as a code into ``arm_names``, units and clicks on c_1..c_k ([row, rank])."""
 
     keys: np.ndarray
-    arms: Sequence[str]
+    arm_codes: np.ndarray
+    arm_names: Sequence[str]
     units: np.ndarray
     clicks: np.ndarray
 
@@ -108,27 +112,30 @@ def figure3_arrays(
     level: float = 0.95,
     baseline: str = CONTROL,
 ) -> list[ArmRow]:
-    """``figure3`` on columns: sums are bincounts, replicates one matrix product per arm."""
+    """``figure3`` on columns. Per install and arm, units and clicks are bincounts into one
+    matrix [install, arm x (units, c_1..c_k)]; every replicate sum of every arm is then one
+    matrix product with the weights [install, replicate]."""
     installs, at = np.unique(rows.keys, return_inverse=True)
-    n = installs.size
-    arm_of = np.asarray(rows.arms, dtype=object)
-    arms = sorted(set(rows.arms), key=lambda a: (a != baseline, a))
-    units: dict[str, np.ndarray] = {}
-    clicks: dict[str, np.ndarray] = {}
-    for a in arms:
-        mask = arm_of == a
-        units[a] = np.bincount(at[mask], weights=rows.units[mask], minlength=n)
-        clicks[a] = np.stack(
-            [np.bincount(at[mask], weights=rows.clicks[mask, i], minlength=n) for i in range(ranks)], axis=1
-        )
+    n, n_arms, width = installs.size, len(rows.arm_names), ranks + 1
+    cell = at * n_arms + rows.arm_codes
+    values = np.column_stack([rows.units, rows.clicks[:, :ranks]])
+    sums = np.stack(
+        [np.bincount(cell, weights=values[:, j], minlength=n * n_arms) for j in range(width)], axis=1
+    )
+    per_install = sums.reshape(n, n_arms * width)  # columns: arm-major, then units, c_1..c_k
     w = weights_for_keys(installs, replicates, seed).astype(np.float64)  # [install, replicate]
+    replicated = (w.T @ per_install).reshape(replicates, n_arms, width)
+    totals = per_install.sum(axis=0).reshape(n_arms, width)
+    index = {rows.arm_names[a]: int(a) for a in np.unique(rows.arm_codes)}
+    arms = sorted(index, key=lambda name: (name != baseline, name))
 
-    point = {a: _ratio(clicks[a].sum(axis=0), np.full(ranks, units[a].sum())) for a in arms}
-    boot = {a: _ratio(w.T @ clicks[a], (w.T @ units[a])[:, None]) for a in arms}  # [replicate, rank]
+    point = {a: _ratio(totals[index[a], 1:], np.full(ranks, totals[index[a], 0])) for a in arms}
+    boot = {a: _ratio(replicated[:, index[a], 1:], replicated[:, index[a], :1]) for a in arms}
 
     out = []
     for a in arms:
-        row = ArmRow(a, int(units[a].sum()), int((units[a] > 0).sum()))
+        units = per_install[:, index[a] * width]
+        row = ArmRow(a, int(units.sum()), int((units > 0).sum()))
         for i in range(ranks):
             row.ctr.append(Estimate(float(point[a][i]), *percentile_interval(boot[a][:, i], level)))
             if a != baseline and baseline in point:

@@ -1,0 +1,227 @@
+"""Read side at scale: a national panel's study of up to 50M click events over 100k installs.
+
+Run from a checkout: ``.venv/bin/python -m bench.read_scale [--sizes 1e6,1e7,5e7]``.
+
+It starts the embedded service, grows one study to each size in turn through
+``auditstream import`` (JSON lines over 30 days, as an earlier study's export would be),
+and after each size times, cold (the first call after the import) and warm (the next):
+``POST /v1/reports/experiment`` for every subset (what ``report experiment`` runs), the
+timeline over 30 days in 1-hour windows, and every board endpoint. Baselines from the same
+run: raw chDB inserts of the same rows (for the import rate) and, for the read side, each
+figure at the smallest size (how it grows). Results are printed and appended to
+``bench/results.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+import orjson
+
+from bench.common import append_result
+from bench.pipeline import KEY, start_service
+from core.store.chdb_store import ChdbStore
+from schemas.migrate import migrate
+from supervisor.broker import free_port
+
+EXPERIMENT = "national-panel"
+START = dt.datetime(2026, 9, 1, tzinfo=dt.UTC)
+ARMS = ("control", "swap_1_2", "swap_1_3", "swap_2_3", "hide_ads", "hide_box", "hide_ads_box")
+ARM_P = np.array([0.4, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1])
+CTR = np.array([0.45, 0.15, 0.1, 0.07, 0.05, 0.04, 0.03, 0.03, 0.02, 0.02])
+SUBSETS = ["all", "ads_or_box", "no_ads_no_box", "box", "ssr_c1_c2"] + [
+    f"n_candidates_q{k}" for k in range(1, 6)
+]
+LINE = (
+    '{"type":"click","event_id":"%s","schema_version":1,"sent_at":"%s","received_at":"%s",'
+    '"experiment_id":"' + EXPERIMENT + '","arm":"%s","engine":"google","install_id":"%s",'
+    '"install_day":"%s","extension_version":"1.5.0","page_index":0,"n_organic":10,'
+    '"ads_top_count":%d,"box":"%s","ssr_positions":%s,"n_candidates":%d,"identified":true,'
+    '"ui_lang":"de"%s}'
+)
+
+
+def write_events(path: Path, n: int, installs: int, days: int, seed: int) -> None:
+    """``n`` click events (the paper's units) spread over ``days`` days, in time order."""
+    rng = np.random.default_rng(seed)
+    install_ids = [f"{i:08x}{seed:04x}inst" for i in range(installs)]
+    install_days = [
+        (START.date() - dt.timedelta(days=int(d))).isoformat() for d in rng.integers(0, 60, installs)
+    ]
+    with path.open("w") as out:
+        written = 0
+        while written < n:
+            m = min(200_000, n - written)
+            who = rng.integers(0, installs, m)
+            arm = rng.choice(len(ARMS), m, p=ARM_P)
+            moment = START.timestamp() + np.sort(rng.uniform(0, days * 86400, m))
+            ads = (rng.random(m) < 0.3) * rng.integers(1, 4, m)
+            box = np.where(rng.random(m) < 0.03, "top", "none")
+            ssr = rng.random(m) < 0.2
+            n_cand = (10 ** rng.uniform(4, 9.5, m)).astype(np.int64)
+            clicked = rng.choice(11, m, p=np.append(CTR / CTR.sum() * 0.95, 0.05))  # 10 = an ad
+            ids = rng.integers(0, 2**63, (m, 2))
+            lines = []
+            for k in range(m):
+                stamp = dt.datetime.fromtimestamp(float(moment[k]), dt.UTC)
+                sent = stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+                received = stamp.strftime("%Y-%m-%d %H:%M:%S.") + f"{stamp.microsecond // 1000:03d}"
+                h = f"{ids[k, 0]:016x}{ids[k, 1]:016x}"
+                event_id = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
+                c = int(clicked[k])
+                extra = (
+                    ',"element_type":"ad"'
+                    if c == 10
+                    else f',"element_type":"organic","original_rank":{c + 1},"display_rank":{c + 1}'
+                )
+                i = int(who[k])
+                lines.append(
+                    LINE
+                    % (
+                        event_id,
+                        sent,
+                        received,
+                        ARMS[int(arm[k])],
+                        install_ids[i],
+                        install_days[i],
+                        int(ads[k]),
+                        box[k],
+                        "[2]" if ssr[k] else "[]",
+                        int(n_cand[k]),
+                        extra,
+                    )
+                )
+            out.write("\n".join(lines) + "\n")
+            written += m
+
+
+async def raw_insert_rate(path: Path, tmp: Path, rows: int = 500_000) -> float:
+    """Baseline: the same rows straight into a fresh chDB's raw table, in batches of 50k."""
+    store = ChdbStore(tmp / "baseline-ch")
+    await migrate(store)
+    with path.open("rb") as f:
+        lines = [line.rstrip(b"\n") for _, line in zip(range(rows), f, strict=False)]
+    started = time.perf_counter()
+    for i in range(0, len(lines), 50_000):
+        await store.insert_json_rows("raw_extension_events", b"\n".join(lines[i : i + 50_000]))
+    rate = len(lines) / (time.perf_counter() - started)
+    await store.close()
+    return rate
+
+
+def run_import(url: str, path: Path) -> tuple[float, str]:
+    started = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-m", "auditstream", "import", str(path), "--url", url, "--api-key", KEY],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(out.stdout + out.stderr)
+    return time.perf_counter() - started, out.stdout
+
+
+async def timed(session: aiohttp.ClientSession, method: str, url: str, body: Any = None) -> tuple[float, int]:
+    started = time.perf_counter()
+    async with session.request(method, url, json=body) as resp:
+        await resp.read()
+        return time.perf_counter() - started, resp.status
+
+
+async def read_side(url: str) -> dict[str, dict[str, float]]:
+    """Cold then warm seconds of every report subset, the timeline and every board endpoint."""
+    headers = {"Authorization": f"Bearer {KEY}"}
+    timeout = aiohttp.ClientTimeout(total=900)
+    out: dict[str, dict[str, float]] = {}
+    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
+        calls: list[tuple[str, str, str, Any]] = [
+            (f"report {s}", "POST", "/v1/reports/experiment", {"experiment_id": EXPERIMENT, "subset": s})
+            for s in SUBSETS
+        ]
+        calls.append(
+            (
+                "timeline 1h x 30d",
+                "POST",
+                "/v1/reports/timeline",
+                {"experiment_id": EXPERIMENT, "window": "1h"},
+            )
+        )
+        calls += [
+            ("board index", "GET", "/v1/board/index", None),
+            ("board experiment", "GET", f"/v1/board/experiments/{EXPERIMENT}", None),
+            ("board autocomplete", "GET", "/v1/board/autocomplete", None),
+            ("board personalization", "GET", "/v1/board/personalization/none", None),
+            ("board alerts", "GET", "/v1/board/alerts", None),
+        ]
+        for name, method, path, body in calls:
+            cold, status = await timed(session, method, url + path, body)
+            warm, _ = await timed(session, method, url + path, body)
+            out[name] = {"cold_s": round(cold, 3), "warm_s": round(warm, 3), "status": status}
+            print(f"  {name}: cold {cold:.2f} s, warm {warm:.2f} s ({status})", file=sys.stderr)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1e6,1e7,5e7", help="study sizes in events, comma-separated")
+    parser.add_argument("--installs", type=int, default=100_000)
+    parser.add_argument("--days", type=int, default=30)
+    args = parser.parse_args()
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-read-scale-"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    os.environ["AUDITSTREAM_IMPORT_MAX_BODY_BYTES"] = str(256 * 1024 * 1024)
+    proc = start_service(tmp, port, 1)
+    results: list[dict[str, Any]] = []
+    baseline = None
+    try:
+        have = 0
+        for size in sizes:
+            path = tmp / f"events-{size}.jsonl"
+            print(f"writing {size - have:,} more events ...", file=sys.stderr)
+            write_events(path, size - have, args.installs, args.days, seed=len(results) + 1)
+            if baseline is None:
+                baseline = asyncio.run(raw_insert_rate(path, tmp))
+            print(f"importing to {size:,} events ...", file=sys.stderr)
+            seconds, _ = run_import(url, path)
+            rate = (size - have) / seconds
+            print(f"  {rate:,.0f} events/s ({rate / baseline:.2f} of raw chDB inserts)", file=sys.stderr)
+            path.unlink()
+            have = size
+            results.append(
+                {
+                    "events": size,
+                    "import_events_per_s": round(rate),
+                    "import_ratio_to_raw_insert": round(rate / baseline, 3),
+                    "reads": asyncio.run(read_side(url)),
+                }
+            )
+    finally:
+        proc.send_signal(2)
+        proc.wait(timeout=300)
+    row = {
+        "bench": "read_scale",
+        "installs": args.installs,
+        "days": args.days,
+        "baseline_raw_chdb_insert_rows_per_s": round(baseline or 0),
+        "sizes": results,
+    }
+    print(orjson.dumps(row, option=orjson.OPT_INDENT_2).decode())
+    append_result(Path(__file__).with_name("results.jsonl"), row)
+
+
+if __name__ == "__main__":
+    main()
