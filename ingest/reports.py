@@ -1,4 +1,4 @@
-"""``POST /v1/reports/experiment``: the experiment report, computed by the service.
+"""``POST /v1/reports/experiment`` and ``/v1/reports/timeline``: reports the service computes.
 
 ``auditstream report experiment`` asks here rather than fetching per-install rows through
 ``/v1/sql``: with 100k installs those rows are 600k, more than an analyst's query may
@@ -9,12 +9,12 @@ same functions, so the CLI, the board and the views agree number for number.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from analytics.reports.experiment import ReportQuery, parse_moment
+from analytics.reports.experiment import ReportQuery, parse_moment, parse_window
 from core.store import StoreUnavailable
 from ingest.board.compute import Panel, PanelFailed
 from ingest.board.routes import COMPUTE
@@ -39,29 +39,78 @@ class ExperimentReportRequest(BaseModel):
     baseline: str = Field("control", max_length=100)
 
 
-async def post_experiment_report(request: web.Request) -> web.Response:
+class TimelineRequest(BaseModel):
+    """The options of ``auditstream report timeline``."""
+
+    model_config = ConfigDict(extra="forbid")
+    experiment_id: str = Field(min_length=1, max_length=200)
+    window: str = Field("1h", max_length=20)
+    engine: str = Field("google", max_length=50)
+    subset: str = "all"
+    burn_in_days: int = Field(4, ge=0, le=3650)
+    since: str | None = None
+    until: str | None = None
+    unit_mode: Literal["click", "impression"] = "click"
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    baseline: str = Field("control", max_length=100)
+
+
+async def post_timeline(request: web.Request) -> web.Response:
+    """CTR, gaps and distortions per arm in consecutive windows, each with its own CI."""
     authorize(request, "read")
     try:
-        asked = ExperimentReportRequest.model_validate(await read_json(request))
-        ReportQuery(  # checks the subset and the moments before any work
-            asked.experiment_id,
-            asked.engine,
-            subset=asked.subset,
-            since=parse_moment(asked.since) if asked.since else None,
-            until=parse_moment(asked.until) if asked.until else None,
-        )._subset_condition(True)
+        asked = TimelineRequest.model_validate(await read_json(request))
+        parse_window(asked.window)
+        _check_selection(asked.experiment_id, asked.engine, asked.subset, asked.since, asked.until)
     except ValidationError as exc:
-        first = exc.errors(include_input=False, include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise problem(400, "bad_request", f"{where}: {first['msg']}") from None
+        raise _bad(exc) from None
     except ValueError as exc:
         raise problem(400, "bad_request", str(exc)[:500]) from None
+    doc = await _compute(request, Panel("timeline", tuple(asked.model_dump().items())))
+    if not doc["windows"]:
+        what = f"no units for {asked.experiment_id} on {asked.engine} in that range after preprocessing"
+        raise problem(404, "no_units", what)
+    return json_response(doc)
+
+
+def _check_selection(
+    experiment_id: str, engine: str, subset: str, since: str | None, until: str | None
+) -> None:
+    """The subset and moments of a selection, checked before any work (ValueError)."""
+    ReportQuery(
+        experiment_id,
+        engine,
+        subset=subset,
+        since=parse_moment(since) if since else None,
+        until=parse_moment(until) if until else None,
+    )._subset_condition(True)
+
+
+def _bad(exc: ValidationError) -> web.HTTPException:
+    first = exc.errors(include_input=False, include_url=False)[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return problem(400, "bad_request", f"{where}: {first['msg']}")
+
+
+async def _compute(request: web.Request, panel: Panel) -> Any:
     try:
-        doc = await request.app[COMPUTE](Panel("report", tuple(asked.model_dump().items())))
+        return await request.app[COMPUTE](panel)
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
     except PanelFailed as exc:
         raise problem(503, "report_failed", str(exc)) from None
+
+
+async def post_experiment_report(request: web.Request) -> web.Response:
+    authorize(request, "read")
+    try:
+        asked = ExperimentReportRequest.model_validate(await read_json(request))
+        _check_selection(asked.experiment_id, asked.engine, asked.subset, asked.since, asked.until)
+    except ValidationError as exc:
+        raise _bad(exc) from None
+    except ValueError as exc:
+        raise problem(400, "bad_request", str(exc)[:500]) from None
+    doc = await _compute(request, Panel("report", tuple(asked.model_dump().items())))
     if not doc["arms"]:
         raise problem(
             404, "no_units", f"no units for {asked.experiment_id} on {asked.engine} after preprocessing"
@@ -71,3 +120,4 @@ async def post_experiment_report(request: web.Request) -> web.Response:
 
 def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/reports/experiment", post_experiment_report)
+    app.router.add_post("/v1/reports/timeline", post_timeline)

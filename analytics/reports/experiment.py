@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
+from itertools import pairwise
 from typing import Any
 
 from analytics.stats.arrangement import element_shares, performative_power_lower_bound
@@ -168,6 +169,19 @@ class ReportQuery:
             "SELECT toUInt32(toStartOfInterval(slice_start, "
             f"INTERVAL {int(window_s)} SECOND)) AS window_start, install_id, arm, "
             f"sum({unit}) AS n_units, sumForEach(clicks) AS n_clicks "
+            f"FROM agg_arrangement_10s FINAL WHERE {fine._where()} "
+            "GROUP BY window_start, install_id, arm ORDER BY window_start"
+        )
+
+    def windows_keys_sql(self, window_s: int, seed: int) -> str:
+        """``windows_sql`` with installs as their bootstrap keys, for the columnar path."""
+        fine = self.at_slice_resolution()
+        unit = UNIT_COLUMNS[self.unit_mode]
+        return (
+            "SELECT toUInt32(toStartOfInterval(slice_start, "
+            f"INTERVAL {int(window_s)} SECOND)) AS window_start, "
+            f"{install_key_sql('install_id', seed)} AS install_key, arm, "
+            f"toFloat64(sum({unit})) AS n_units, arrayMap(x -> toFloat64(x), sumForEach(clicks)) AS n_clicks "
             f"FROM agg_arrangement_10s FINAL WHERE {fine._where()} "
             "GROUP BY window_start, install_id, arm ORDER BY window_start"
         )
@@ -380,3 +394,28 @@ def report_json(report: ExperimentReport) -> dict[str, Any]:
         "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
         "preprocessing": report.drops,
     }
+
+
+async def run_timeline(
+    store: Store, query: ReportQuery, window_s: int, seed: int = 0, baseline: str = "control"
+) -> list[tuple[int, list[ArmRow]]]:
+    """One Figure-3 table (c_1..c_10) per window, oldest first, on the columnar path."""
+    import numpy as np
+
+    table = await store.query_arrow(query.windows_keys_sql(window_s, seed))
+    if not table.num_rows:
+        return []
+    rows = arrays_from_arrow(table, MAX_RANKS)
+    starts = table.column("window_start").to_numpy()
+    firsts = np.flatnonzero(np.r_[True, starts[1:] != starts[:-1]])  # rows come ordered by window
+    bounds = [*firsts.tolist(), len(starts)]
+    out = []
+    for lo, hi in pairwise(bounds):
+        part = PerInstallArrays(
+            rows.keys[lo:hi], rows.arm_codes[lo:hi], rows.arm_names, rows.units[lo:hi], rows.clicks[lo:hi]
+        )
+        out.append((int(starts[lo]), figure3_arrays(part, MAX_RANKS, seed=seed, baseline=baseline)))
+    return out
+
+
+MAX_RANKS = 10

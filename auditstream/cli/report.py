@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sys
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
@@ -16,7 +15,6 @@ from auditstream.cli.data import ApiKeyOpt, Format, Url, call_api, print_result,
 
 if TYPE_CHECKING:
     from analytics.reports.experiment import ReportQuery
-    from analytics.stats.arrangement_table import ArmRow, Estimate
 
 app = typer.Typer(
     help="Reports: the minute aggregate (default), an experiment's Figure-3 table, composition.",
@@ -74,11 +72,6 @@ def summary(
     where = f"AND experiment_id = {quote(experiment)}" if experiment else ""
     result = run_sql(url, api_key, SUMMARY_SQL.format(minutes=int(minutes), where=where))
     print_result(result, format, title="clicks by original rank (units = click events)")
-
-
-def _ci(estimate: Estimate) -> str:
-    """An estimate with its interval, as the tables show it."""
-    return _fmt(estimate.value, (estimate.ci_low, estimate.ci_high))
 
 
 def _fmt(value: float | None, ci: tuple[float | None, float | None] | None = None) -> str:
@@ -247,53 +240,50 @@ def timeline(
 
     JSON and CSV carry every position c1..c10; the table shows --rank.
     """
-    from analytics.reports.experiment import parse_window, timeline_from_rows
+    from analytics.reports.experiment import parse_window
 
-    query = _report_query(experiment_id, engine, burn_in_days, True, subset, since, until, unit_mode)
+    _report_query(experiment_id, engine, burn_in_days, True, subset, since, until, unit_mode)  # exits 2
     try:
         window_s = parse_window(window)
-        statement = query.windows_sql(window_s)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
     if not 1 <= rank <= 10:
         raise fail("--rank must be between 1 and 10", 2)
-    rows = as_dicts(run_sql(url, api_key, statement))
-    if not rows:
-        raise fail(f"no units for {experiment_id} on {engine} in that range after preprocessing", 1)
-    timeline_rows = timeline_from_rows(rows, 10, seed, baseline)
-    stamp = {start: datetime.fromtimestamp(start, UTC).isoformat() for start, _ in timeline_rows}
-    if format in ("json", "csv"):
-        _emit_timeline(timeline_rows, stamp, window_s, baseline, format)
-        return
-    title = f"{experiment_id} · {engine} · subset {subset} · {window} windows, 95% CI"
+    body = {
+        "experiment_id": experiment_id,
+        "window": window,
+        "engine": engine,
+        "subset": subset,
+        "burn_in_days": burn_in_days,
+        "since": since,
+        "until": until,
+        "unit_mode": unit_mode,
+        "seed": seed,
+        "baseline": baseline,
+    }
+    doc = call_api(url, api_key, "POST", "/v1/reports/timeline", body)
+    if format == "json":
+        emit_json(doc)
+    elif format == "csv":
+        records = [{"window_start": w["window_start"], **r} for w in doc["windows"] for r in w["arms"]]
+        columns = list(dict.fromkeys(c for r in records for c in r))
+        print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
+    else:
+        title = f"{experiment_id} · {engine} · subset {subset} · {window} windows ({window_s} s), 95% CI"
+        _print_timeline(doc, rank, title)
+
+
+def _print_timeline(doc: dict[str, Any], rank: int, title: str) -> None:
     out = Table(
         "window start (UTC)", "arm", "units", f"CTR c{rank}", f"delta c{rank}", f"beta c{rank}", title=title
     )
-    for start, table in timeline_rows:
-        for row in table:
-            cells = [_ci(row.ctr[rank - 1])]
-            for series in (row.delta, row.beta):
-                cells.append(_ci(series[rank - 1]) if series else "-")
-            out.add_row(stamp[start], row.arm, str(row.units), *cells)
+    for window in doc["windows"]:
+        for row in window["arms"]:
+            cells = [_cell(row, f"ctr_c{rank}")]
+            for name in ("delta", "beta"):
+                cells.append(_cell(row, f"{name}_c{rank}") if f"{name}_c{rank}" in row else "-")
+            out.add_row(window["window_start"], row["arm"], str(row["units"]), *cells)
     result_console().print(out)
-
-
-def _emit_timeline(
-    timeline_rows: list[tuple[int, list[ArmRow]]],
-    stamp: dict[int, str],
-    window_s: int,
-    baseline: str,
-    format: str,
-) -> None:
-    from analytics.reports.experiment import flatten
-
-    if format == "json":
-        windows = [{"window_start": stamp[s], "arms": flatten(t)} for s, t in timeline_rows]
-        emit_json({"window_seconds": window_s, "baseline": baseline, "windows": windows})
-        return
-    records = [{"window_start": stamp[s], **r} for s, t in timeline_rows for r in flatten(t)]
-    columns = list(dict.fromkeys(c for r in records for c in r))
-    print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
 
 
 @app.command()

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from analytics.reports.experiment import (
     BOX_BASELINE,
     BOX_RANKS,
     ReportQuery,
+    flatten,
     parse_moment,
+    parse_window,
     report_json,
     run_experiment_report,
+    run_timeline,
 )
 from core.settings import Settings
 from core.store import Store, StoreError, open_store
@@ -148,8 +152,37 @@ async def _report(store: Store, panel: Panel) -> dict[str, Any]:
     return report_json(report)
 
 
+async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:
+    """``report timeline``: one table per window (see ingest/reports.py)."""
+    p = dict(panel.params)
+    query = ReportQuery(
+        p["experiment_id"],
+        p["engine"],
+        p["burn_in_days"],
+        True,
+        p["subset"],
+        parse_moment(p["since"]) if p["since"] else None,
+        parse_moment(p["until"]) if p["until"] else None,
+        p["unit_mode"],
+    )
+    window_s = parse_window(p["window"])
+    try:
+        windows = await run_timeline(store, query, window_s, p["seed"], p["baseline"])
+    except StoreError as exc:
+        raise PanelFailed(str(exc)[:500]) from None
+    return {
+        "window_seconds": window_s,
+        "baseline": p["baseline"],
+        "windows": [
+            {"window_start": datetime.fromtimestamp(start, UTC).isoformat(), "arms": flatten(table)}
+            for start, table in windows
+        ],
+    }
+
+
 KINDS = {
     "report": _report,
+    "timeline": _timeline,
     "index": _index,
     "experiment": _experiment,
     "autocomplete": _autocomplete,
