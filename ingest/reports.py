@@ -15,11 +15,19 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from analytics.reports.experiment import ReportQuery, parse_moment, parse_window
+from analytics.stats.reweight import targets_from_rows
 from core.store import StoreUnavailable
 from ingest.board.compute import Panel, PanelFailed
 from ingest.board.routes import COMPUTE
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
+
+
+class TargetMargin(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dimension: str = Field(max_length=50)
+    bin: str = Field(max_length=100)
+    share: float = Field(ge=0, le=1)
 
 
 class ExperimentReportRequest(BaseModel):
@@ -37,6 +45,9 @@ class ExperimentReportRequest(BaseModel):
     unit_mode: Literal["click", "impression"] = "click"
     seed: int = Field(0, ge=0, le=2**32 - 1)
     baseline: str = Field("control", max_length=100)
+    intervals: Literal["bootstrap", "sequential"] = "bootstrap"
+    targets: list[TargetMargin] | None = Field(None, max_length=500)
+    """Reweighting: the target population's margins (``docs/reweighting.md``)."""
 
 
 class TimelineRequest(BaseModel):
@@ -106,11 +117,16 @@ async def post_experiment_report(request: web.Request) -> web.Response:
     try:
         asked = ExperimentReportRequest.model_validate(await read_json(request))
         _check_selection(asked.experiment_id, asked.engine, asked.subset, asked.since, asked.until)
+        if asked.targets:
+            targets_from_rows([t.model_dump() for t in asked.targets])
     except ValidationError as exc:
         raise _bad(exc) from None
     except ValueError as exc:
         raise problem(400, "bad_request", str(exc)[:500]) from None
-    doc = await _compute(request, Panel("report", tuple(asked.model_dump().items())))
+    params = asked.model_dump()
+    params["targets"] = tuple(params["targets"] or ())  # Panel parameters are hashable
+    params["targets"] = tuple(tuple(sorted(t.items())) for t in params["targets"])
+    doc = await _compute(request, Panel("report", tuple(params.items())))
     if not doc["arms"]:
         raise problem(
             404, "no_units", f"no units for {asked.experiment_id} on {asked.engine} after preprocessing"

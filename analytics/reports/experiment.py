@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from itertools import pairwise
 from typing import Any
+
+import numpy as np
 
 from analytics.stats.arrangement import element_shares, performative_power_lower_bound
 from analytics.stats.arrangement_table import (
@@ -16,8 +18,10 @@ from analytics.stats.arrangement_table import (
     PerInstallArrays,
     figure3,
     figure3_arrays,
+    sequential_decisions,
 )
 from analytics.stats.bootstrap import install_key_sql
+from analytics.stats.reweight import DIMENSIONS, Targets, effective_sample_size, rake
 from core.store import Store
 from schemas.sql import quote
 
@@ -306,6 +310,14 @@ class ExperimentReport:
     box: list[ArmRow]
     shares: list[dict[str, Any]]
     drops: list[dict[str, Any]]
+    intervals: str = "bootstrap"
+    reweighting: dict[str, Any] | None = None
+    """With targets: the installs raked, left alone and the effective sample size; figure3
+    and box are then weighted and ``unweighted`` holds the panel's own Figure 3."""
+    unweighted: list[ArmRow] | None = None
+    decisions: dict[str, str | None] | None = None
+    """sequential intervals only: per arm, the first day the sequence for delta_1 excluded
+    zero (ISO date), or None (not yet)."""
 
     @property
     def performative_power_lower_bound(self) -> float:
@@ -329,7 +341,6 @@ def experiment_report(
 
 def arrays_from_arrow(table: Any, ranks: int) -> PerInstallArrays:
     """The columns of ``per_install_keys_sql`` (an Arrow table) as ``PerInstallArrays``."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -349,7 +360,13 @@ def arrays_from_arrow(table: Any, ranks: int) -> PerInstallArrays:
 
 
 async def run_experiment_report(
-    store: Store, query: ReportQuery, ranks: int, seed: int = 0, baseline: str = "control"
+    store: Store,
+    query: ReportQuery,
+    ranks: int,
+    seed: int = 0,
+    baseline: str = "control",
+    intervals: str = "bootstrap",
+    targets: Targets | None = None,
 ) -> ExperimentReport:
     """Read and compute an experiment report from a store: the per-install statistics go
     through the columnar path (no rows as JSON), the small tables as rows. This is what the
@@ -364,21 +381,80 @@ async def run_experiment_report(
         store.query(query.drops_sql(), read_only=True),
     )
 
-    def table(rows: Any, ranks: int, baseline: str) -> list[ArmRow]:
+    weight_of: dict[int, float] | None = None
+    reweighting = None
+    if targets:
+        weight_of, reweighting = await install_weights(store, query.experiment_id, seed, targets)
+
+    def table(rows: Any, ranks: int, baseline: str, weighted: bool = True) -> list[ArmRow]:
         if not rows.num_rows:
             return []
-        return figure3_arrays(arrays_from_arrow(rows, ranks), ranks, seed=seed, baseline=baseline)
+        arrays = arrays_from_arrow(rows, ranks)
+        if weighted and weight_of is not None:
+            arrays = replace(
+                arrays, weights=np.fromiter((weight_of.get(k, 1.0) for k in arrays.keys.tolist()), float)
+            )
+        return figure3_arrays(arrays, ranks, seed=seed, baseline=baseline, intervals=intervals)
 
-    def compute() -> ExperimentReport:
-        return ExperimentReport(
-            baseline=baseline,
-            figure3=table(per_install, ranks, baseline),
-            box=table(box, BOX_RANKS, BOX_BASELINE),
-            shares=element_share_rows(shares.dicts()),
-            drops=list(drops.dicts()),
-        )
+    decisions = None
+    if intervals == "sequential" and per_install.num_rows:
+        decisions = await decision_days(store, query, seed, baseline)
+    return ExperimentReport(
+        baseline=baseline,
+        figure3=table(per_install, ranks, baseline),
+        box=table(box, BOX_RANKS, BOX_BASELINE),
+        shares=element_share_rows(shares.dicts()),
+        drops=list(drops.dicts()),
+        intervals=intervals,
+        reweighting=reweighting,
+        unweighted=table(per_install, ranks, baseline, weighted=False) if targets else None,
+        decisions=decisions,
+    )
 
-    return compute()
+
+def profiles_sql(experiment_id: str, seed: int) -> str:
+    """Each install's questionnaire answers, keyed like the per-install rows."""
+    columns = ", ".join(DIMENSIONS)
+    return (
+        f"SELECT {install_key_sql('install_id', seed)} AS install_key, consent, {columns} "
+        f"FROM install_profiles WHERE experiment_id = {quote(experiment_id)}"
+    )
+
+
+async def install_weights(
+    store: Store, experiment_id: str, seed: int, targets: Targets
+) -> tuple[dict[int, float], dict[str, Any]]:
+    """Raked weights by install key (installs without answers: 1) and what the raking did."""
+    profiles = (await store.query_arrow(profiles_sql(experiment_id, seed))).to_pydict()
+    keys = profiles.get("install_key", [])
+    answers = {d: np.asarray(profiles.get(d, []), dtype=object) for d in targets}
+    weights = rake(answers, targets)
+    raked = int((weights != 1).sum()) if len(weights) else 0
+    summary = {
+        "targets": targets,
+        "installs_with_profile": len(keys),
+        "installs_raked": raked,
+        "effective_sample_size": round(effective_sample_size(weights), 1) if len(weights) else None,
+        "max_weight": round(float(weights.max()), 3) if len(weights) else None,
+        "without_answers": "weight 1: an install without a profile or an answer stands for itself",
+    }
+    return dict(zip(keys, weights.tolist(), strict=True)), summary
+
+
+async def decision_days(
+    store: Store, query: ReportQuery, seed: int = 0, baseline: str = "control"
+) -> dict[str, str | None]:
+    """Per arm, the first day whose cumulative confidence sequence for delta_1 excluded zero
+    (one look per day; reads the per-install counts per day once)."""
+    daily = await store.query_arrow(query.windows_keys_sql(86400, seed))
+    if not daily.num_rows:
+        return {}
+    days = daily.column("window_start").to_numpy()
+    found = sequential_decisions(arrays_from_arrow(daily, 1), days, 1, baseline)
+    return {
+        arm: None if day is None else datetime.fromtimestamp(day, UTC).date().isoformat()
+        for arm, day in found.items()
+    }
 
 
 def report_json(report: ExperimentReport) -> dict[str, Any]:
@@ -393,15 +469,27 @@ def report_json(report: ExperimentReport) -> dict[str, Any]:
         "element_shares": report.shares,
         "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
         "preprocessing": report.drops,
+        "intervals": report.intervals,
+        "interval_guarantee": INTERVAL_GUARANTEES[report.intervals],
+        "decisions": report.decisions,
+        "reweighting": report.reweighting,
+        "unweighted_arms": flatten(report.unweighted) if report.unweighted is not None else None,
     }
+
+
+INTERVAL_GUARANTEES = {
+    "bootstrap": "95% clustered bootstrap: valid for one look at a fixed moment, not for watching",
+    "sequential": (
+        "95% confidence sequence: covers the truth at every moment of the study at once, so it "
+        "may be watched and the study stopped when it excludes zero"
+    ),
+}
 
 
 async def run_timeline(
     store: Store, query: ReportQuery, window_s: int, seed: int = 0, baseline: str = "control"
 ) -> list[tuple[int, list[ArmRow]]]:
     """One Figure-3 table (c_1..c_10) per window, oldest first, on the columnar path."""
-    import numpy as np
-
     table = await store.query_arrow(query.windows_keys_sql(window_s, seed))
     if not table.num_rows:
         return []

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analytics.stats import sequential
 from analytics.stats.arrangement import distortion, gap
 from analytics.stats.bootstrap import install_key, percentile_interval, weights_for_keys
 
@@ -102,6 +103,14 @@ class PerInstallArrays:
     arm_names: Sequence[str]
     units: np.ndarray
     clicks: np.ndarray
+    weights: np.ndarray | None = None
+    """Reweighting: each row's install weight (``analytics/stats/reweight.py``); it multiplies
+    the install's counts in the estimates and its Poisson weight in every replicate."""
+
+
+INTERVALS = ("bootstrap", "sequential")
+"""bootstrap: the fixed-horizon 95% clustered bootstrap (valid for one look); sequential:
+the anytime-valid confidence sequence (valid at every look, ``analytics/stats/sequential``)."""
 
 
 def figure3_arrays(
@@ -111,6 +120,7 @@ def figure3_arrays(
     seed: int = 0,
     level: float = 0.95,
     baseline: str = CONTROL,
+    intervals: str = "bootstrap",
 ) -> list[ArmRow]:
     """``figure3`` on columns. Per install and arm, units and clicks are bincounts into one
     matrix [install, arm x (units, c_1..c_k)]; every replicate sum of every arm is then one
@@ -122,29 +132,127 @@ def figure3_arrays(
     sums = np.stack(
         [np.bincount(cell, weights=values[:, j], minlength=n * n_arms) for j in range(width)], axis=1
     )
-    per_install = sums.reshape(n, n_arms * width)  # columns: arm-major, then units, c_1..c_k
-    w = weights_for_keys(installs, replicates, seed).astype(np.float64)  # [install, replicate]
-    replicated = (w.T @ per_install).reshape(replicates, n_arms, width)
+    per_install: np.ndarray = sums.reshape(n, n_arms * width)  # arm-major: units, c_1..c_k
+    raw_units = per_install[:, ::width].copy()
+    if rows.weights is not None:
+        install_weight = np.zeros(n)
+        install_weight[at] = rows.weights
+        per_install = per_install * install_weight[:, None]
     totals = per_install.sum(axis=0).reshape(n_arms, width)
     index = {rows.arm_names[a]: int(a) for a in np.unique(rows.arm_codes)}
     arms = sorted(index, key=lambda name: (name != baseline, name))
-
     point = {a: _ratio(totals[index[a], 1:], np.full(ranks, totals[index[a], 0])) for a in arms}
+    if intervals not in INTERVALS:
+        raise ValueError(f"intervals must be one of {INTERVALS}")
+    w = weights_for_keys(installs, replicates, seed).astype(np.float64)  # [install, replicate]
+    replicated = (w.T @ per_install).reshape(replicates, n_arms, width)
     boot = {a: _ratio(replicated[:, index[a], 1:], replicated[:, index[a], :1]) for a in arms}
+    bounds = _bootstrap_bounds(boot, baseline, level)
+    if intervals == "sequential":
+        # The sequence, widened where needed to hold the one-look bootstrap interval: a
+        # superset of a confidence sequence is one too, and with few installs or very
+        # uneven ones the delta method's spread can fall short of the bootstrap's.
+        sequence = _sequential_bounds(per_install, index, width, baseline, 1 - level)
+        bounds = {
+            key: [_hull(a, b) for a, b in zip(sequence[key], bounds[key], strict=True)] for key in bounds
+        }
 
     out = []
     for a in arms:
-        units = per_install[:, index[a] * width]
+        units = raw_units[:, index[a]]
         row = ArmRow(a, int(units.sum()), int((units > 0).sum()))
         for i in range(ranks):
-            row.ctr.append(Estimate(float(point[a][i]), *percentile_interval(boot[a][:, i], level)))
+            row.ctr.append(Estimate(float(point[a][i]), *bounds[("ctr", a)][i]))
             if a != baseline and baseline in point:
                 d_point = gap(point[a][i], point[baseline][i])
-                d_boot = boot[a][:, i] - boot[baseline][:, i]
-                row.delta.append(Estimate(float(d_point), *percentile_interval(d_boot, level)))
+                row.delta.append(Estimate(float(d_point), *bounds[("delta", a)][i]))
                 b_point = distortion(point[a][i], point[baseline][i])
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    b_boot = np.where(boot[baseline][:, i] > 0, -d_boot / boot[baseline][:, i], np.nan)
-                row.beta.append(Estimate(float(b_point), *percentile_interval(b_boot, level)))
+                row.beta.append(Estimate(float(b_point), *bounds[("beta", a)][i]))
         out.append(row)
     return out
+
+
+Bounds = dict[tuple[str, str], list[tuple[float, float]]]
+
+
+def _hull(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    """The smallest interval holding both (NaN bounds are ignored)."""
+    lows = [x for x in (a[0], b[0]) if not math.isnan(x)]
+    highs = [x for x in (a[1], b[1]) if not math.isnan(x)]
+    return (min(lows) if lows else math.nan, max(highs) if highs else math.nan)
+
+
+def _bootstrap_bounds(boot: dict[str, np.ndarray], baseline: str, level: float) -> Bounds:
+    """Percentile intervals of the replicate CTRs, gaps and distortions."""
+    out: Bounds = {}
+    for a, reps in boot.items():
+        out[("ctr", a)] = [percentile_interval(reps[:, i], level) for i in range(reps.shape[1])]
+        if a == baseline or baseline not in boot:
+            continue
+        d_boot = reps - boot[baseline]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            b_boot = np.where(boot[baseline] > 0, -d_boot / boot[baseline], np.nan)
+        out[("delta", a)] = [percentile_interval(d_boot[:, i], level) for i in range(reps.shape[1])]
+        out[("beta", a)] = [percentile_interval(b_boot[:, i], level) for i in range(reps.shape[1])]
+    return out
+
+
+def _sequential_bounds(
+    per_install: np.ndarray, index: dict[str, int], width: int, baseline: str, alpha: float
+) -> Bounds:
+    """Confidence sequences from each install's influence on the ratios (every install of
+    the selection counts, with zeros for arms it did not see)."""
+    ratio, influence = {}, {}
+    for a, k in index.items():
+        units, clicks = per_install[:, k * width], per_install[:, k * width + 1 : (k + 1) * width]
+        ratio[a], influence[a] = sequential.ratio_influence(clicks, units)
+    out: Bounds = {}
+
+    def pairs(low: np.ndarray, high: np.ndarray) -> list[tuple[float, float]]:
+        return [(float(lo), float(hi)) for lo, hi in zip(low, high, strict=True)]
+
+    for a in index:
+        out[("ctr", a)] = pairs(*sequential.interval(ratio[a], influence[a], alpha))
+        if a == baseline or baseline not in index:
+            continue
+        delta, infl_delta, beta, infl_beta = sequential.gap_influence(
+            ratio[a], influence[a], ratio[baseline], influence[baseline]
+        )
+        out[("delta", a)] = pairs(*sequential.interval(delta, infl_delta, alpha))
+        out[("beta", a)] = pairs(*sequential.interval(beta, infl_beta, alpha))
+    return out
+
+
+def sequential_decisions(
+    rows: PerInstallArrays, looks: np.ndarray, ranks: int = 1, baseline: str = CONTROL, alpha: float = 0.05
+) -> dict[str, int | None]:
+    """The decision line: for every arm, the first look (a value of ``looks``, e.g. a day)
+    at which the confidence sequence for delta_1 excluded zero, or None (not yet).
+
+    ``rows`` are per (look, install, arm) counts, ``looks`` the look of each row; the
+    sequence is evaluated on the cumulative counts up to each look in turn. A confidence
+    sequence may be looked at as often as one likes, so evaluating it at every past look
+    after the fact keeps its guarantee.
+    """
+    installs, at = np.unique(rows.keys, return_inverse=True)
+    n_arms, width = len(rows.arm_names), ranks + 1
+    cell = at * n_arms + rows.arm_codes
+    values = np.column_stack([rows.units, rows.clicks[:, :ranks]])
+    cumulative = np.zeros((installs.size * n_arms, width))
+    decided: dict[str, int | None] = {a: None for a in rows.arm_names if a != baseline}
+    index = {rows.arm_names[a]: int(a) for a in np.unique(rows.arm_codes)}
+    for look in np.unique(looks):
+        now = looks == look
+        for j in range(width):
+            cumulative[:, j] += np.bincount(cell[now], weights=values[now, j], minlength=cumulative.shape[0])
+        seen = (cumulative.reshape(installs.size, n_arms * width)[:, ::width] > 0).any(axis=1)
+        per_install = cumulative.reshape(installs.size, n_arms * width)[seen]
+        if baseline not in index:
+            break
+        bounds = _sequential_bounds(per_install, index, width, baseline, alpha)
+        for arm in decided:
+            if decided[arm] is None and ("delta", arm) in bounds:
+                low, high = bounds[("delta", arm)][0]
+                if low > 0 or high < 0:
+                    decided[arm] = int(look)
+    return decided

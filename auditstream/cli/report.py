@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
@@ -105,6 +106,21 @@ def experiment(
         str,
         typer.Option(help="Arm the gaps are taken against (Figure 5: --subset box --baseline hide_ads_box)"),
     ] = "control",
+    intervals: Annotated[
+        str,
+        typer.Option(
+            help="bootstrap: 95% CI for one look at a fixed moment; sequential: 95% confidence "
+            "sequence, valid at every look (watch and stop), with the day each arm's delta c1 "
+            "first excluded zero"
+        ),
+    ] = "bootstrap",
+    reweight: Annotated[
+        Path | None,
+        typer.Option(
+            help="Target population margins (CSV dimension,bin,share; docs/reweighting.md): "
+            "weighted estimates by raking, beside the panel's own"
+        ),
+    ] = None,
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKeyOpt = None,
     format: Format = "table",
@@ -113,20 +129,11 @@ def experiment(
 
     Computed by the service (POST /v1/reports/experiment) from its per-install statistics.
     """
+    body = {name: value for name, value in locals().items() if name in REPORT_OPTIONS}
     _report_query(experiment_id, engine, burn_in_days, True, subset, since, until, unit_mode)  # exits 2
-    body = {
-        "experiment_id": experiment_id,
-        "engine": engine,
-        "subset": subset,
-        "burn_in_days": burn_in_days,
-        "include_unidentified": include_unidentified,
-        "since": since,
-        "until": until,
-        "ranks": ranks,
-        "unit_mode": unit_mode,
-        "seed": seed,
-        "baseline": baseline,
-    }
+    body["targets"] = _targets(reweight) if reweight else None
+    if intervals not in ("bootstrap", "sequential"):
+        raise fail("--intervals must be bootstrap or sequential", 2)
     doc = call_api(url, api_key, "POST", "/v1/reports/experiment", body)
     if format == "json":
         emit_json(doc)
@@ -165,6 +172,42 @@ def _report_query(
         raise fail(str(exc), 2) from None
 
 
+REPORT_OPTIONS = (
+    "experiment_id", "engine", "subset", "burn_in_days", "include_unidentified", "since", "until",
+    "ranks", "unit_mode", "seed", "baseline", "intervals",
+)  # fmt: skip
+"""The options of ``report experiment`` that POST /v1/reports/experiment takes as they are."""
+
+
+def _targets(path: Path) -> list[dict[str, Any]]:
+    """The margins of a target file, checked here so a bad file exits 2 with its line."""
+    from analytics.stats.reweight import TargetError, read_targets
+
+    try:
+        targets = read_targets(path.read_text())
+    except (OSError, TargetError) as exc:
+        raise fail(f"{path}: {exc}", 2) from None
+    return [
+        {"dimension": d, "bin": b, "share": s} for d, shares in targets.items() for b, s in shares.items()
+    ]
+
+
+def _print_reweighting(doc: dict[str, Any], ranks: int) -> None:
+    weighting = doc.get("reweighting")
+    if not weighting:
+        return
+    console = result_console()
+    console.print(
+        f"reweighted to the target margins: {weighting['installs_raked']} of "
+        f"{weighting['installs_with_profile']} profiled installs raked, effective sample size "
+        f"{weighting['effective_sample_size']}, largest weight {weighting['max_weight']} "
+        "(installs without answers keep weight 1); unweighted CTR:"
+    )
+    for row in doc["unweighted_arms"] or []:
+        ctrs = " ".join(_cell(row, f"ctr_c{i}") for i in range(1, ranks + 1))
+        console.print(f"  {row['arm']}: {ctrs}")
+
+
 def _cell(record: dict[str, Any], name: str) -> str:
     """``name`` (e.g. ``ctr_c1``) of a flattened report record with its interval."""
     return _fmt(record.get(name), (record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")))
@@ -200,9 +243,8 @@ def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
             )  # fmt: skip
     console.print(ctr_table)
     console.print(gap_table)
-    pp = doc["performative_power_lower_bound"]
-    if pp is not None:
-        console.print(f"performative power, lower bound (max |delta c1|): {pp:.3f}")
+    console.print(f"intervals: {doc['interval_guarantee']}")
+    _print_reweighting(doc, ranks)
     columns = ["arm", "organic", "ad", "shopping_box", "ssr", "other"]
     shares = doc["element_shares"]
     print_result(

@@ -18,6 +18,7 @@ from typing import Any
 from analytics.reports.experiment import (
     BOX_BASELINE,
     BOX_RANKS,
+    INTERVAL_GUARANTEES,
     ReportQuery,
     flatten,
     parse_moment,
@@ -26,6 +27,7 @@ from analytics.reports.experiment import (
     run_experiment_report,
     run_timeline,
 )
+from analytics.stats.reweight import targets_from_rows
 from core.settings import Settings
 from core.store import Store, StoreError, open_store
 from ingest.board import panels, queries
@@ -80,6 +82,7 @@ async def _index(store: Store, panel: Panel) -> dict[str, Any]:
 
 async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
     experiment_id, engine, ranks = panel.get("experiment_id"), panel.get("engine"), panel.get("ranks")
+    intervals = panel.get("intervals")
     registry = await _rows(store, queries.registry_sql(experiment_id))
     config = registry[0] if registry else None
     query = ReportQuery(
@@ -90,7 +93,7 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
     )
     statements = queries.experiment_sql(query)
     try:
-        report = await run_experiment_report(store, query, ranks, SEED, "control")
+        report = await run_experiment_report(store, query, ranks, SEED, "control", intervals)
     except StoreError as exc:
         raise PanelFailed(str(exc)[:500]) from None
     srm_alerts = await _rows(store, statements["srm_alerts"])
@@ -104,6 +107,9 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "seed": SEED,
         "registry_status": config["status"] if config else None,
         "figure3": panels.figure3_json(report.figure3, ranks, "control"),
+        "intervals": intervals,
+        "interval_guarantee": INTERVAL_GUARANTEES[intervals],
+        "decisions": report.decisions,
         "element_shares": panels.shares_json(report.shares),
         "box_subset": panels.figure3_json(report.box, BOX_RANKS, BOX_BASELINE),
         "drops": drops,
@@ -146,7 +152,10 @@ async def _report(store: Store, panel: Panel) -> dict[str, Any]:
         p["unit_mode"],
     )
     try:
-        report = await run_experiment_report(store, query, p["ranks"], p["seed"], p["baseline"])
+        targets = targets_from_rows([dict(t) for t in p["targets"]]) if p.get("targets") else None
+        report = await run_experiment_report(
+            store, query, p["ranks"], p["seed"], p["baseline"], p.get("intervals", "bootstrap"), targets
+        )
     except StoreError as exc:
         raise PanelFailed(str(exc)[:500]) from None
     return report_json(report)

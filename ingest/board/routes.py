@@ -75,6 +75,15 @@ async def _answer(request: web.Request, panel: Panel) -> web.Response:
     return json_response(body, headers={"Cache-Control": "no-store"})
 
 
+def _intervals_param(request: web.Request) -> str:
+    """sequential (default: a board is watched, so its intervals must hold at every look) or
+    bootstrap (the one-look interval of ``report experiment``)."""
+    value = request.query.get("intervals", "sequential")
+    if value not in ("sequential", "bootstrap"):
+        raise problem(400, "bad_request", "intervals must be sequential or bootstrap")
+    return value
+
+
 def _int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
     text = request.query.get(name)
     if text is None:
@@ -119,6 +128,7 @@ async def experiment(request: web.Request) -> web.Response:
         ("experiment_id", request.match_info["experiment_id"]),
         ("engine", request.query.get("engine", "google")),
         ("ranks", _int_param(request, "ranks", FIGURE3_RANKS, 1, 10)),
+        ("intervals", _intervals_param(request)),
     )
     return await _answer(request, Panel("experiment", params))
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from collectors.simulate.clickmodel import click_distribution
-from collectors.simulate.extension_traffic import TrafficConfig
-from tests.helpers import Service, post_study, report_json
+from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from tests.helpers import Service, post_study, report_json, wait_for
 
 pytestmark = pytest.mark.integration
 EXP = "planted"
@@ -85,6 +88,65 @@ def test_report_recovers_planted_effects(service: Service) -> None:
             row["unidentified"],
         )
         assert row["burn"] > 0
+
+
+def test_sequential_intervals_and_reweighting_through_the_service(service: Service, tmp_path: Path) -> None:
+    """On the planted study: the confidence sequences hold the bootstrap intervals and the
+    planted gaps, and date the decision for swap_1_2; with install profiles and a target
+    file, the report is reweighted (installs raked, effective sample size, the panel's own
+    numbers beside), and installs that declined keep weight 1."""
+    config = TrafficConfig(experiment_id=EXP, seed=2025, installs=400)
+    if not service.scalar(f"SELECT count() FROM extension_events WHERE experiment_id = '{EXP}'"):
+        post_study(service, config, 40_000, batch=200)
+    fixed = {a["arm"]: a for a in report_json(service, EXP, "--ranks", "3")["arms"]}
+    doc = report_json(service, EXP, "--ranks", "3", "--intervals", "sequential")
+    assert doc["intervals"] == "sequential" and "every moment" in doc["interval_guarantee"]
+    for arm in doc["arms"]:
+        for key in [k for k in arm if k.endswith("_ci_low")]:
+            stat = key[: -len("_ci_low")]
+            assert (
+                arm[key] <= fixed[arm["arm"]][key]
+                and arm[stat + "_ci_high"] >= fixed[arm["arm"]][stat + "_ci_high"]
+            )
+    swap = next(a for a in doc["arms"] if a["arm"] == "swap_1_2")
+    planted = expected_ctr("swap_1_2", config, 1) - expected_ctr("control", config, 1)
+    assert swap["delta_c1_ci_low"] < planted < swap["delta_c1_ci_high"] < 0
+    assert doc["decisions"]["swap_1_2"] is not None  # a day, ISO
+
+    installs = ExtensionTraffic(config).installs
+    profiles = [
+        {
+            "type": "install_profile",
+            "event_id": str(uuid.uuid4()),
+            "schema_version": 1,
+            "sent_at": datetime.now(UTC).isoformat(),
+            "install_id": inst["install_id"],
+            "install_day": inst["install_day"],
+            "extension_version": inst["extension_version"],
+            "experiment_id": EXP,
+            **(
+                {"consent": "declined"}
+                if n % 10 == 0
+                else {"consent": "given", "age_band": ("18-24", "55-64")[n % 4 == 1]}
+            ),
+        }
+        for n, inst in enumerate(installs)
+    ]
+    assert service.post(profiles).status == 202
+    wait_for(
+        lambda: service.scalar(f"SELECT count() FROM install_profiles WHERE experiment_id = '{EXP}'") == 400,
+        60,
+        "profiles",
+    )
+    targets = tmp_path / "targets.csv"
+    targets.write_text("dimension,bin,share\nage_band,18-24,0.5\nage_band,55-64,0.5\n")
+    weighted = report_json(service, EXP, "--ranks", "3", "--reweight", str(targets))
+    info = weighted["reweighting"]
+    assert info["installs_with_profile"] == 400 and info["installs_raked"] == 360  # 40 declined
+    assert 0 < info["effective_sample_size"] < 400 and info["max_weight"] > 1
+    assert weighted["unweighted_arms"] == list(fixed.values())
+    swap_w = next(a for a in weighted["arms"] if a["arm"] == "swap_1_2")
+    assert swap_w["delta_c1_ci_low"] < planted < swap_w["delta_c1_ci_high"]  # no age effect planted
 
 
 def test_n_candidates_quintiles_partition_the_units(service: Service) -> None:

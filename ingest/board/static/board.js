@@ -410,6 +410,12 @@
         ),
       ),
     ];
+    if (d.interval_guarantee) {
+      gapNodes.push(h("p", { class: "note", "data-intervals": d.intervals, text: `Intervals: ${d.interval_guarantee}.` }));
+    }
+    for (const [arm, day] of Object.entries(d.decisions || {})) {
+      gapNodes.push(h("p", { class: "note", "data-decision": arm, text: `Decision, ${arm}: δ c1 excluded zero ${day ? "first on " + day : "not yet"}.` }));
+    }
     if (f3.performative_power_lower_bound !== null) {
       gapNodes.push(h("p", { class: "note", text: `Performative power, lower bound (max |δ c1| over arms): ${fmt(f3.performative_power_lower_bound)}` }));
     }

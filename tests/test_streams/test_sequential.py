@@ -1,0 +1,64 @@
+"""Confidence sequences: valid under peeking where the one-look interval is not, never
+narrower than it, and they find a planted effect."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from analytics.stats import sequential
+from bench.peeking import peek
+
+
+def test_half_width_is_tightest_near_the_tuning_size_and_wider_than_one_look() -> None:
+    n = np.array([100, 1000, 5000, 20000, 200000])
+    ratio = sequential.half_width_factor(n) / sequential.normal_half_width_factor(n)
+    assert (ratio > 1).all()  # never narrower than the one-look normal interval
+    assert ratio[2] == ratio.min()  # tightest (relative to one look) at the tuning size
+    # the formula, by hand at n = 5000: rho^2 = (-2 log a + log(-2 log a + 1)) / 5000
+    r2 = (-2 * math.log(0.05) + math.log(-2 * math.log(0.05) + 1)) / 5000
+    by_hand = math.sqrt(2 * (5000 * r2 + 1) / (5000**2 * r2) * math.log(math.sqrt(5000 * r2 + 1) / 0.05))
+    assert sequential.half_width_factor(5000) == pytest.approx(by_hand)
+
+
+def test_ratio_influence_gives_the_clustered_delta_method_variance() -> None:
+    """sd(influence)/sqrt(n) equals the textbook clustered variance of a ratio estimator."""
+    rng = np.random.default_rng(3)
+    units = rng.integers(1, 30, 500).astype(float)
+    clicks = rng.binomial(units.astype(int), 0.4).astype(float)[:, None]
+    ratio, influence = sequential.ratio_influence(clicks, units)
+    r = clicks.sum() / units.sum()
+    textbook = np.sqrt(((clicks[:, 0] - r * units) ** 2).sum() / (500 - 1) / 500) / units.mean()
+    assert ratio[0] == pytest.approx(r)
+    assert influence.std(ddof=1) / np.sqrt(500) == pytest.approx(textbook)
+
+
+def test_first_exclusion_is_the_first_look_off_zero() -> None:
+    assert sequential.first_exclusion([(1, -1, 1), (2, 0.1, 2), (3, 0.2, 3)]) == 2
+    assert sequential.first_exclusion([(1, -1, 1), (2, -2, 0.5)]) is None
+
+
+def test_peeking_after_every_thousand_units_aa() -> None:
+    """60 simulated A/A studies looked at 15 times: the one-look bootstrap interval excludes
+    zero at some look far more often than 5%; the sequence stays within 5% (+ MC error).
+    bench/peeking.py runs the large version (figures in bench/README.md)."""
+    result = peek(studies=60, installs=1500, looks=15, per_look=1000, effect=0.0, seed=11)
+    boot, boot_sd = result.rate("bootstrap")
+    seq, seq_sd = result.rate("sequential")
+    print(f"ever excluded zero: bootstrap {boot:.3f} +- {boot_sd:.3f}, sequential {seq:.3f} +- {seq_sd:.3f}")
+    assert seq <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 60)
+    assert boot > 0.10
+    assert result.narrower == 0  # never narrower than the one-look interval
+
+
+def test_the_sequence_finds_a_planted_swap_effect() -> None:
+    """swap_1_2 lowers CTR_1 by 0.12 (the paper's Google swap is larger): the sequence
+    excludes zero in every study, later than the one-look interval does."""
+    result = peek(studies=8, installs=1500, looks=15, per_look=1000, effect=0.12, seed=5)
+    assert result.ever_excluded["sequential"] == 8
+    firsts = result.first_exclusion_units
+    print(f"first exclusion (units): sequential {firsts['sequential']}, bootstrap {firsts['bootstrap']}")
+    assert np.median(firsts["sequential"]) >= np.median(firsts["bootstrap"])
+    assert result.narrower == 0
