@@ -55,7 +55,7 @@ LINE = (
 def write_events(path: Path, n: int, installs: int, days: int, seed: int) -> None:
     """``n`` click events (the paper's units) spread over ``days`` days, in time order."""
     rng = np.random.default_rng(seed)
-    install_ids = [f"{i:08x}{seed:04x}inst" for i in range(installs)]
+    install_ids = [f"{i:08x}panel" for i in range(installs)]  # the same panel at every size
     install_days = [
         (START.date() - dt.timedelta(days=int(d))).isoformat() for d in rng.integers(0, 60, installs)
     ]

@@ -28,6 +28,8 @@ from schemas.sql import quote
 UNIT_COLUMNS = {"click": "units", "impression": "impressions"}
 """Click mode (the paper's): a unit is a query that led to a click. Impression mode:
 a unit is a shown result page (``serp_view``), for senders that report them."""
+MAX_RANKS = 10
+"""Positions c_1..c_10 are stored per install."""
 STUDY_AGE_CAP = 7
 """``arrangement_install`` keeps days since install up to 7 (7 = seven or more)."""
 QUINTILE = re.compile(r"n_candidates_q([1-5])")
@@ -131,16 +133,17 @@ class ReportQuery:
             f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
         )
 
-    def per_install_keys_sql(self, seed: int) -> str:
+    def per_install_keys_sql(self, seed: int, ranks: int = MAX_RANKS) -> str:
         """``per_install_sql`` with each install as its bootstrap key under ``seed`` (computed
-        by ClickHouse), for the columnar path (``Store.query_arrow``)."""
+        by ClickHouse) and clicks on c_1..c_ranks as columns c1.., for the columnar path
+        (``Store.query_arrow``; ``arrays_from_arrow`` reads it)."""
         if self.unit_mode not in UNIT_COLUMNS:
             raise ValueError(f"unit mode must be one of {sorted(UNIT_COLUMNS)}")
         unit = UNIT_COLUMNS[self.unit_mode]
+        clicks = ", ".join(f"toFloat64(sum(clicks[{i}])) AS c{i}" for i in range(1, ranks + 1))
         return (
             f"SELECT {install_key_sql('install_id', seed)} AS install_key, arm, "
-            f"toFloat64(sum({unit})) AS n_units, "
-            "arrayMap(x -> toFloat64(x), sumForEach(clicks)) AS n_clicks "
+            f"toFloat64(sum({unit})) AS n_units, {clicks} "
             f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
         )
 
@@ -177,15 +180,16 @@ class ReportQuery:
             "GROUP BY window_start, install_id, arm ORDER BY window_start"
         )
 
-    def windows_keys_sql(self, window_s: int, seed: int) -> str:
+    def windows_keys_sql(self, window_s: int, seed: int, ranks: int = 10) -> str:
         """``windows_sql`` with installs as their bootstrap keys, for the columnar path."""
         fine = self.at_slice_resolution()
         unit = UNIT_COLUMNS[self.unit_mode]
+        clicks = ", ".join(f"toFloat64(sum(clicks[{i}])) AS c{i}" for i in range(1, ranks + 1))
         return (
             "SELECT toUInt32(toStartOfInterval(slice_start, "
             f"INTERVAL {int(window_s)} SECOND)) AS window_start, "
             f"{install_key_sql('install_id', seed)} AS install_key, arm, "
-            f"toFloat64(sum({unit})) AS n_units, arrayMap(x -> toFloat64(x), sumForEach(clicks)) AS n_clicks "
+            f"toFloat64(sum({unit})) AS n_units, {clicks} "
             f"FROM agg_arrangement_10s FINAL WHERE {fine._where()} "
             "GROUP BY window_start, install_id, arm ORDER BY window_start"
         )
@@ -340,22 +344,21 @@ def experiment_report(
 
 
 def arrays_from_arrow(table: Any, ranks: int) -> PerInstallArrays:
-    """The columns of ``per_install_keys_sql`` (an Arrow table) as ``PerInstallArrays``."""
-    import pyarrow as pa
+    """The columns of ``per_install_keys_sql`` / ``windows_keys_sql`` (an Arrow table) as
+    ``PerInstallArrays`` (clicks on c_1..c_ranks; positions the query lacks count zero)."""
     import pyarrow.compute as pc
 
     arm = pc.dictionary_encode(table.column("arm")).combine_chunks()
-    clicks = pa.chunked_array(table.column("n_clicks")).combine_chunks()
-    width = len(clicks[0]) if len(clicks) else ranks
-    flat = clicks.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)[:, :ranks]
-    if flat.shape[1] < ranks:
-        flat = np.pad(flat, ((0, 0), (0, ranks - flat.shape[1])))
+    clicks = np.zeros((table.num_rows, ranks))
+    for i in range(ranks):
+        if f"c{i + 1}" in table.column_names:
+            clicks[:, i] = table.column(f"c{i + 1}").to_numpy()
     return PerInstallArrays(
         keys=table.column("install_key").to_numpy(),
         arm_codes=arm.indices.to_numpy(zero_copy_only=False).astype(np.int64),
         arm_names=arm.dictionary.to_pylist(),
         units=table.column("n_units").to_numpy(),
-        clicks=np.ascontiguousarray(flat, dtype=float),
+        clicks=clicks,
     )
 
 
@@ -375,8 +378,8 @@ async def run_experiment_report(
 
     box_query = replace(query, subset="box")
     per_install, box, shares, drops = await asyncio.gather(
-        store.query_arrow(query.per_install_keys_sql(seed)),
-        store.query_arrow(box_query.per_install_keys_sql(seed)),
+        store.query_arrow(query.per_install_keys_sql(seed, ranks)),
+        store.query_arrow(box_query.per_install_keys_sql(seed, BOX_RANKS)),
         store.query(query.element_shares_sql(), read_only=True),
         store.query(query.drops_sql(), read_only=True),
     )
@@ -446,7 +449,7 @@ async def decision_days(
 ) -> dict[str, str | None]:
     """Per arm, the first day whose cumulative confidence sequence for delta_1 excluded zero
     (one look per day; reads the per-install counts per day once)."""
-    daily = await store.query_arrow(query.windows_keys_sql(86400, seed))
+    daily = await store.query_arrow(query.windows_keys_sql(86400, seed, ranks=1))
     if not daily.num_rows:
         return {}
     days = daily.column("window_start").to_numpy()
@@ -504,6 +507,3 @@ async def run_timeline(
         )
         out.append((int(starts[lo]), figure3_arrays(part, MAX_RANKS, seed=seed, baseline=baseline)))
     return out
-
-
-MAX_RANKS = 10
