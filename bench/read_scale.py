@@ -173,6 +173,40 @@ async def read_side(url: str) -> dict[str, dict[str, float]]:
     return out
 
 
+async def ingest_latency(url: str, seconds: float, board: bool) -> dict[str, float]:
+    """p50/p99 of POST /v1/events (batches of 50, 20 a second), with or without a board
+    open on the study (polling every panel every second, as the page does)."""
+    from bench.common import percentile
+    from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+
+    headers = {"Authorization": f"Bearer {KEY}"}
+    batches = ExtensionTraffic(TrafficConfig(experiment_id="latency-probe", installs=500)).batches(50, 10**7)
+    latencies: list[float] = []
+    stop = time.monotonic() + seconds
+    async with aiohttp.ClientSession(headers=headers) as session:
+
+        async def poll_board() -> None:
+            while time.monotonic() < stop:
+                for path in ("/v1/board/index", f"/v1/board/experiments/{EXPERIMENT}", "/v1/board/alerts"):
+                    async with session.get(url + path) as resp:
+                        await resp.read()
+                await asyncio.sleep(1)
+
+        poller = asyncio.create_task(poll_board()) if board else None
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            async with session.post(url + "/v1/events", json=next(batches)) as resp:
+                await resp.read()
+            latencies.append(time.perf_counter() - started)
+            await asyncio.sleep(max(0.0, 0.05 - (time.perf_counter() - started)))
+        if poller is not None:
+            await poller
+    return {
+        "p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1e6,1e7,5e7", help="study sizes in events, comma-separated")
@@ -187,6 +221,7 @@ def main() -> None:
     proc = start_service(tmp, port, 1)
     results: list[dict[str, Any]] = []
     baseline = None
+    latency: dict[str, Any] = {}
     try:
         have = 0
         for size in sizes:
@@ -209,6 +244,12 @@ def main() -> None:
                     "reads": asyncio.run(read_side(url)),
                 }
             )
+        print("ingest latency without and with a board open ...", file=sys.stderr)
+        latency = {
+            "without_board": asyncio.run(ingest_latency(url, 30, board=False)),
+            "with_board": asyncio.run(ingest_latency(url, 30, board=True)),
+        }
+        print(f"  {latency}", file=sys.stderr)
     finally:
         proc.send_signal(2)
         proc.wait(timeout=300)
@@ -218,6 +259,7 @@ def main() -> None:
         "days": args.days,
         "baseline_raw_chdb_insert_rows_per_s": round(baseline or 0),
         "sizes": results,
+        "ingest_latency": latency,
     }
     print(orjson.dumps(row, option=orjson.OPT_INDENT_2).decode())
     append_result(Path(__file__).with_name("results.jsonl"), row)
