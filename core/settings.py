@@ -86,6 +86,11 @@ class Settings(BaseSettings):
     )
     batch_within_s: float = Field(0.25, gt=0, description="Longest wait to fill a batch.")
     workers: int = Field(1, ge=1, le=16, description="Worker processes in embedded mode.")
+    targets_file: Path | None = Field(
+        None,
+        description="Target population margins (CSV dimension,bin,share; docs/reweighting.md): "
+        "the board shows experiment estimates reweighted to them beside the panel's own.",
+    )
     estimators: bool = Field(
         True, description="Keep the per-install arrangement statistics (off: raw + minute aggregate)."
     )

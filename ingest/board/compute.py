@@ -11,6 +11,7 @@ so the ingest process itself never spends a moment on a bootstrap.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,10 +28,12 @@ from analytics.reports.experiment import (
     run_experiment_report,
     run_timeline,
 )
-from analytics.stats.reweight import targets_from_rows
+from analytics.stats.reweight import Targets, read_targets, targets_from_rows
 from core.settings import Settings
 from core.store import Store, StoreError, open_store
 from ingest.board import panels, queries
+
+log = logging.getLogger(__name__)
 
 SEED = 0
 """The bootstrap seed of ``auditstream report experiment`` (its default), so the numbers agree."""
@@ -93,7 +96,9 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
     )
     statements = queries.experiment_sql(query)
     try:
-        report = await run_experiment_report(store, query, ranks, SEED, "control", intervals)
+        report = await run_experiment_report(
+            store, query, ranks, SEED, "control", intervals, TARGETS["board"]
+        )
     except StoreError as exc:
         raise PanelFailed(str(exc)[:500]) from None
     srm_alerts = await _rows(store, statements["srm_alerts"])
@@ -106,7 +111,12 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "unit_mode": query.unit_mode,
         "seed": SEED,
         "registry_status": config["status"] if config else None,
-        "figure3": panels.figure3_json(report.figure3, ranks, "control"),
+        "figure3": panels.figure3_json(report.unweighted or report.figure3, ranks, "control"),
+        "weighted": (
+            {"figure3": panels.figure3_json(report.figure3, ranks, "control"), **(report.reweighting or {})}
+            if report.reweighting is not None
+            else None
+        ),
         "intervals": intervals,
         "interval_guarantee": INTERVAL_GUARANTEES[intervals],
         "decisions": report.decisions,
@@ -208,7 +218,7 @@ async def compute(store: Store, panel: Panel) -> dict[str, Any]:
 _CHILD: dict[str, Any] = {}
 
 
-STORE_FIELDS = ("clickhouse_url", "store_url", "data_dir")
+STORE_FIELDS = ("clickhouse_url", "store_url", "data_dir", "targets_file")
 
 
 def store_settings(settings: Settings) -> dict[str, Any]:
@@ -225,7 +235,24 @@ def child_init(store_fields: dict[str, Any]) -> None:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     _CHILD["loop"] = loop
-    _CHILD["store"] = open_store(Settings(**store_fields))
+    settings = Settings(**store_fields)
+    _CHILD["store"] = open_store(settings)
+    use_targets(settings)
+
+
+TARGETS: dict[str, Targets | None] = {"board": None}
+"""The target population the board reweights to (``AUDITSTREAM_TARGETS_FILE``), if any."""
+
+
+def use_targets(settings: Settings) -> None:
+    """Read the configured target file once (a bad file is logged and ignored: the board
+    still shows the panel's own numbers)."""
+    if settings.targets_file is None:
+        return
+    try:
+        TARGETS["board"] = read_targets(settings.targets_file.read_text())
+    except (OSError, ValueError) as exc:
+        log.error("targets file %s not used: %s", settings.targets_file, exc)
 
 
 def in_child(panel: Panel) -> dict[str, Any]:

@@ -160,6 +160,7 @@ COMPUTE: web.AppKey[ComputeFn] = web.AppKey("board_compute")
 def _refresher(settings: Settings, store: Store, in_process: bool) -> tuple[ComputeFn, Any]:
     """How panels are computed: in a child process (or here, for a store given in code)."""
     if in_process:
+        compute.use_targets(settings)
 
         async def here(panel: Panel) -> Any:
             return await compute.compute(store, panel)

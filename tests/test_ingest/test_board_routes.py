@@ -145,3 +145,27 @@ async def test_store_down_is_503_with_retry_after(tmp_path: Path) -> None:
         assert (await resp.json())["error"] == "store_unavailable"
     finally:
         await client.close()
+
+
+async def test_a_configured_target_population_adds_the_weighted_estimates(tmp_path: Path) -> None:
+    """With AUDITSTREAM_TARGETS_FILE the experiment panel carries the reweighted Figure 3
+    beside the panel's own; the profiles are read with the report's statements."""
+    targets = tmp_path / "targets.csv"
+    targets.write_text("dimension,bin,share\nage_band,18-24,0.5\nage_band,55-64,0.5\n")
+    settings = Settings(data_dir=tmp_path, kafka_bootstrap="127.0.0.1:9", targets_file=targets)
+    keys = KeyFile(settings.resolved_keys_file)
+    _, read = keys.create("reader", ("read",))
+    store = RecordingStore()
+    client = TestClient(TestServer(create_app(settings, store)))
+    await client.start_server()
+    try:
+        doc = await (await client.get("/v1/board/experiments/demo", headers=bearer(read))).json()
+    finally:
+        await client.close()
+        from ingest.board import compute
+
+        compute.TARGETS["board"] = None
+    assert doc["weighted"]["targets"] == {"age_band": {"18-24": 0.5, "55-64": 0.5}}
+    assert doc["weighted"]["installs_with_profile"] == 0 and doc["figure3"]["arms"] == []
+    assert any("FROM install_profiles" in sql for sql, _ in store.queries)
+    assert doc["intervals"] == "sequential" and "every moment" in doc["interval_guarantee"]

@@ -410,6 +410,14 @@
         ),
       ),
     ];
+    if (d.weighted) {
+      const w = d.weighted;
+      gapNodes.push(h("p", { class: "note", "data-weighted": "1", text: `Reweighted to the target population (${w.installs_raked} installs raked, effective sample size ${w.effective_sample_size}):` }));
+      for (const a of w.figure3.arms) {
+        const delta = a.delta.length ? `, δ c1 ${fmt(a.delta[0].value)} ${ciText(a.delta[0])}` : "";
+        gapNodes.push(h("p", { class: "note", "data-weighted-arm": a.arm, text: `${a.arm}: CTR c1 ${fmt(a.ctr[0].value)} ${ciText(a.ctr[0])}${delta}` }));
+      }
+    }
     if (d.interval_guarantee) {
       gapNodes.push(h("p", { class: "note", "data-intervals": d.intervals, text: `Intervals: ${d.interval_guarantee}.` }));
     }
