@@ -370,6 +370,7 @@ async def run_experiment_report(
     baseline: str = "control",
     intervals: str = "bootstrap",
     targets: Targets | None = None,
+    with_decisions: bool = True,
 ) -> ExperimentReport:
     """Read and compute an experiment report from a store: the per-install statistics go
     through the columnar path (no rows as JSON), the small tables as rows. This is what the
@@ -400,7 +401,7 @@ async def run_experiment_report(
         return figure3_arrays(arrays, ranks, seed=seed, baseline=baseline, intervals=intervals)
 
     decisions = None
-    if intervals == "sequential" and per_install.num_rows:
+    if intervals == "sequential" and per_install.num_rows and with_decisions:
         decisions = await decision_days(store, query, seed, baseline)
     return ExperimentReport(
         baseline=baseline,

@@ -9,6 +9,7 @@ weight for an install in every arm, since one person's clicks are correlated).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from analytics.stats import sequential
 from analytics.stats.arrangement import distortion, gap
-from analytics.stats.bootstrap import install_key, percentile_interval, weights_for_keys
+from analytics.stats.bootstrap import install_key, weights_for_keys
 
 CONTROL = "control"
 
@@ -183,17 +184,26 @@ def _hull(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]
 
 
 def _bootstrap_bounds(boot: dict[str, np.ndarray], baseline: str, level: float) -> Bounds:
-    """Percentile intervals of the replicate CTRs, gaps and distortions."""
+    """Percentile intervals of the replicate CTRs, gaps and distortions (NaN replicates
+    ignored, as ``percentile_interval`` does), every position of an arm in one call."""
+    alpha = (1 - level) / 2
+
+    def intervals(reps: np.ndarray) -> list[tuple[float, float]]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a position with no finite replicate
+            lo, hi = np.nanquantile(reps, [alpha, 1 - alpha], axis=0)
+        return [(float(a), float(b)) for a, b in zip(lo, hi, strict=True)]
+
     out: Bounds = {}
     for a, reps in boot.items():
-        out[("ctr", a)] = [percentile_interval(reps[:, i], level) for i in range(reps.shape[1])]
+        out[("ctr", a)] = intervals(reps)
         if a == baseline or baseline not in boot:
             continue
         d_boot = reps - boot[baseline]
         with np.errstate(invalid="ignore", divide="ignore"):
             b_boot = np.where(boot[baseline] > 0, -d_boot / boot[baseline], np.nan)
-        out[("delta", a)] = [percentile_interval(d_boot[:, i], level) for i in range(reps.shape[1])]
-        out[("beta", a)] = [percentile_interval(b_boot[:, i], level) for i in range(reps.shape[1])]
+        out[("delta", a)] = intervals(d_boot)
+        out[("beta", a)] = intervals(b_boot)
     return out
 
 

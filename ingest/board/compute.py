@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,7 @@ from analytics.reports.experiment import (
     BOX_RANKS,
     INTERVAL_GUARANTEES,
     ReportQuery,
+    decision_days,
     flatten,
     parse_moment,
     parse_window,
@@ -97,8 +99,9 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
     statements = queries.experiment_sql(query)
     try:
         report = await run_experiment_report(
-            store, query, ranks, SEED, "control", intervals, TARGETS["board"]
+            store, query, ranks, SEED, "control", intervals, TARGETS["board"], with_decisions=False
         )
+        decisions = await _decisions(store, query) if intervals == "sequential" and report.figure3 else None
     except StoreError as exc:
         raise PanelFailed(str(exc)[:500]) from None
     srm_alerts = await _rows(store, statements["srm_alerts"])
@@ -119,12 +122,28 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         ),
         "intervals": intervals,
         "interval_guarantee": INTERVAL_GUARANTEES[intervals],
-        "decisions": report.decisions,
+        "decisions": decisions,
         "element_shares": panels.shares_json(report.shares),
         "box_subset": panels.figure3_json(report.box, BOX_RANKS, BOX_BASELINE),
         "drops": drops,
         "srm": panels.srm_panel(drops, allocation, srm_alerts),
     }
+
+
+DECISIONS_EVERY_S = 300.0
+"""The decision line reads a day of per-install counts per look: the board recomputes it at
+most every five minutes (it moves by days; the first exclusion, once found, stays)."""
+_DECISIONS: dict[tuple[str, str], tuple[float, dict[str, str | None]]] = {}
+
+
+async def _decisions(store: Store, query: ReportQuery) -> dict[str, str | None]:
+    key = (query.experiment_id, query.engine)
+    cached = _DECISIONS.get(key)
+    if cached is not None and time.monotonic() - cached[0] < DECISIONS_EVERY_S:
+        return cached[1]
+    found = await decision_days(store, query, SEED, "control")
+    _DECISIONS[key] = (time.monotonic(), found)
+    return found
 
 
 async def _autocomplete(store: Store, panel: Panel) -> dict[str, Any]:

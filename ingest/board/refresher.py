@@ -99,11 +99,12 @@ class BoardRefresher:
                 fresh = started - entry.computed_at < self.interval_s
                 if not fresh:
                     await self._refresh(panel, entry)
-            # sleep out the interval, but start at once for a panel never computed
+            # sleep out the interval (and at least as long as the round took, so refreshing
+            # never keeps the board's process busy more than half the time), but start at
+            # once for a panel never computed
+            elapsed = self.clock() - started
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._wake.wait(), max(0.05, self.interval_s - (self.clock() - started))
-                )
+                await asyncio.wait_for(self._wake.wait(), max(0.05, self.interval_s - elapsed, elapsed))
             self._wake.clear()
 
     async def _refresh(self, panel: Panel, entry: _Entry) -> None:

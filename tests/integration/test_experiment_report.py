@@ -7,8 +7,10 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from analytics.stats import sequential
 from collectors.simulate.clickmodel import click_distribution
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from tests.helpers import Service, post_study, report_json, wait_for
@@ -112,6 +114,35 @@ def test_sequential_intervals_and_reweighting_through_the_service(service: Servi
     planted = expected_ctr("swap_1_2", config, 1) - expected_ctr("control", config, 1)
     assert swap["delta_c1_ci_low"] < planted < swap["delta_c1_ci_high"] < 0
     assert doc["decisions"]["swap_1_2"] is not None  # a day, ISO
+
+    # The analyst view gives the sequence itself: a recount from the per-install rows with
+    # analytics.stats.sequential, and inside the report's (widened) interval.
+    (view,) = service.sql(
+        f"SELECT delta, cs_low, cs_high, installs FROM experiment_gap_sequential(experiment = '{EXP}', "
+        "engine = 'google', subset = 'all', baseline = 'control', burn_in_days = 4) "
+        "WHERE arm = 'swap_1_2' AND position = 1"
+    )
+    rows = service.sql(
+        "SELECT install_id, arm, sum(units) AS u, sum(clicks[1]) AS c FROM arrangement_install "
+        f"WHERE experiment_id = '{EXP}' AND engine = 'google' AND install_age_days >= 4 AND identified = 1 "
+        "GROUP BY install_id, arm"
+    )
+    ids = sorted({r["install_id"] for r in rows})
+    at = {i: n for n, i in enumerate(ids)}
+    u, c = np.zeros((len(ids), 2)), np.zeros((len(ids), 2))
+    for r in rows:
+        if r["arm"] in ("swap_1_2", "control"):
+            col = 0 if r["arm"] == "swap_1_2" else 1
+            u[at[r["install_id"]], col], c[at[r["install_id"]], col] = r["u"], r["c"]
+    r_arm, psi_arm = sequential.ratio_influence(c[:, :1], u[:, 0])
+    r_base, psi_base = sequential.ratio_influence(c[:, 1:], u[:, 1])
+    delta, psi, _, _ = sequential.gap_influence(r_arm, psi_arm, r_base, psi_base)
+    low, high = sequential.interval(delta, psi)
+    assert view["installs"] == len(ids)
+    assert (view["delta"], view["cs_low"], view["cs_high"]) == pytest.approx(
+        (delta[0], low[0], high[0]), rel=1e-9
+    )
+    assert swap["delta_c1_ci_low"] <= view["cs_low"] and view["cs_high"] <= swap["delta_c1_ci_high"]
 
     installs = ExtensionTraffic(config).installs
     profiles = [
