@@ -20,7 +20,7 @@ from analytics.stats.arrangement_table import (
     figure3_arrays,
     sequential_decisions,
 )
-from analytics.stats.bootstrap import install_key_sql
+from analytics.stats.bootstrap import install_key_sql, weights_for_keys
 from analytics.stats.reweight import DIMENSIONS, Targets, effective_sample_size, rake
 from core.store import Store
 from schemas.sql import quote
@@ -30,6 +30,8 @@ UNIT_COLUMNS = {"click": "units", "impression": "impressions"}
 a unit is a shown result page (``serp_view``), for senders that report them."""
 MAX_RANKS = 10
 """Positions c_1..c_10 are stored per install."""
+REPLICATES = 200
+"""Bootstrap replicates (``figure3``'s default, the analyst views' ``range(200)``)."""
 STUDY_AGE_CAP = 7
 """``arrangement_install`` keeps days since install up to 7 (7 = seven or more)."""
 QUINTILE = re.compile(r"n_candidates_q([1-5])")
@@ -499,6 +501,12 @@ async def run_timeline(
         return []
     rows = arrays_from_arrow(table, MAX_RANKS)
     starts = table.column("window_start").to_numpy()
+    everyone = np.unique(rows.keys)  # the weights of every install, once for all windows
+    all_weights = weights_for_keys(everyone, REPLICATES, seed).astype(np.float64)
+
+    def weight_of(installs: np.ndarray) -> np.ndarray:
+        return all_weights[np.searchsorted(everyone, installs)]
+
     firsts = np.flatnonzero(np.r_[True, starts[1:] != starts[:-1]])  # rows come ordered by window
     bounds = [*firsts.tolist(), len(starts)]
     out = []
@@ -506,5 +514,6 @@ async def run_timeline(
         part = PerInstallArrays(
             rows.keys[lo:hi], rows.arm_codes[lo:hi], rows.arm_names, rows.units[lo:hi], rows.clicks[lo:hi]
         )
-        out.append((int(starts[lo]), figure3_arrays(part, MAX_RANKS, seed=seed, baseline=baseline)))
+        table_w = figure3_arrays(part, MAX_RANKS, REPLICATES, seed, baseline=baseline, weight_of=weight_of)
+        out.append((int(starts[lo]), table_w))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -122,6 +122,7 @@ def figure3_arrays(
     level: float = 0.95,
     baseline: str = CONTROL,
     intervals: str = "bootstrap",
+    weight_of: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> list[ArmRow]:
     """``figure3`` on columns. Per install and arm, units and clicks are bincounts into one
     matrix [install, arm x (units, c_1..c_k)]; every replicate sum of every arm is then one
@@ -145,7 +146,10 @@ def figure3_arrays(
     point = {a: _ratio(totals[index[a], 1:], np.full(ranks, totals[index[a], 0])) for a in arms}
     if intervals not in INTERVALS:
         raise ValueError(f"intervals must be one of {INTERVALS}")
-    w = weights_for_keys(installs, replicates, seed).astype(np.float64)  # [install, replicate]
+    if weight_of is not None:  # weight rows the caller already holds (a timeline's windows)
+        w = weight_of(installs)
+    else:
+        w = weights_for_keys(installs, replicates, seed).astype(np.float64)  # [install, replicate]
     replicated = (w.T @ per_install).reshape(replicates, n_arms, width)
     boot = {a: _ratio(replicated[:, index[a], 1:], replicated[:, index[a], :1]) for a in arms}
     bounds = _bootstrap_bounds(boot, baseline, level)
@@ -184,26 +188,36 @@ def _hull(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]
 
 
 def _bootstrap_bounds(boot: dict[str, np.ndarray], baseline: str, level: float) -> Bounds:
-    """Percentile intervals of the replicate CTRs, gaps and distortions (NaN replicates
-    ignored, as ``percentile_interval`` does), every position of an arm in one call."""
-    alpha = (1 - level) / 2
-
-    def intervals(reps: np.ndarray) -> list[tuple[float, float]]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a position with no finite replicate
-            lo, hi = np.nanquantile(reps, [alpha, 1 - alpha], axis=0)
-        return [(float(a), float(b)) for a, b in zip(lo, hi, strict=True)]
-
-    out: Bounds = {}
+    """Percentile intervals of the replicate CTRs, gaps and distortions, NaN replicates
+    ignored (as ``percentile_interval`` does): every statistic of every arm in one call."""
+    series: dict[tuple[str, str], np.ndarray] = {}
     for a, reps in boot.items():
-        out[("ctr", a)] = intervals(reps)
+        series[("ctr", a)] = reps
         if a == baseline or baseline not in boot:
             continue
         d_boot = reps - boot[baseline]
         with np.errstate(invalid="ignore", divide="ignore"):
-            b_boot = np.where(boot[baseline] > 0, -d_boot / boot[baseline], np.nan)
-        out[("delta", a)] = intervals(d_boot)
-        out[("beta", a)] = intervals(b_boot)
+            series[("delta", a)] = d_boot
+            series[("beta", a)] = np.where(boot[baseline] > 0, -d_boot / boot[baseline], np.nan)
+    if not series:
+        return {}
+    stacked = np.concatenate(list(series.values()), axis=1)  # [replicate, statistic x position]
+    alpha = (1 - level) / 2
+    if np.isnan(stacked).any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a position with no finite replicate
+            lo, hi = np.nanquantile(stacked, [alpha, 1 - alpha], axis=0)
+    else:
+        lo, hi = np.quantile(stacked, [alpha, 1 - alpha], axis=0)
+    out: Bounds = {}
+    start = 0
+    for key, values in series.items():
+        width = values.shape[1]
+        out[key] = [
+            (float(a), float(b))
+            for a, b in zip(lo[start : start + width], hi[start : start + width], strict=True)
+        ]
+        start += width
     return out
 
 
