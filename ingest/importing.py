@@ -26,6 +26,7 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from core.lifetime import exit_with_parent
 from core.store import StoreError, StoreUnavailable
 from ingest.app_state import CONFIG, METRICS, STORE
 from ingest.errors import problem
@@ -229,7 +230,9 @@ def add_routes(app: web.Application, workers: int = 2) -> None:
             return await asyncio.to_thread(prepare_chunk, body)
         if not pools:  # started on the first import: most services never import
             context = multiprocessing.get_context("spawn")
-            pools.append(ProcessPoolExecutor(max_workers=workers, mp_context=context))
+            pools.append(
+                ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=exit_with_parent)
+            )
         return await asyncio.get_running_loop().run_in_executor(pools[0], prepare_chunk, body)
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:

@@ -31,6 +31,7 @@ from analytics.reports.experiment import (
     run_timeline,
 )
 from analytics.stats.reweight import Targets, read_targets, targets_from_rows
+from core.lifetime import exit_with_parent
 from core.settings import Settings
 from core.store import Store, StoreError, open_store
 from ingest.board import panels, queries
@@ -250,7 +251,9 @@ def store_settings(settings: Settings) -> dict[str, Any]:
 
 
 def child_init(store_fields: dict[str, Any]) -> None:
-    """Start of the compute process: its own loop and store, kept for its life."""
+    """Start of the compute process: its own loop and store, kept for its life (which ends
+    with the ingest process that started it)."""
+    exit_with_parent()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     _CHILD["loop"] = loop
