@@ -42,6 +42,16 @@ def _swap_of(arm: str) -> str | None:
     return None
 
 
+def display_rank(arm: str, original_rank: int) -> int:
+    """Where the arm shows the result the engine ranked ``original_rank``: a swap arm shows
+    the two results it swaps at each other's place, every other arm leaves the order."""
+    swap = _swap_of(arm)
+    if swap is None:
+        return original_rank
+    a, b, _ = SWAP_EFFECTS[swap]
+    return {a: b, b: a}.get(original_rank, original_rank)
+
+
 def click_distribution(arm: str, ads_shown: bool, box_shown: bool) -> dict[str, float]:
     """Probabilities of each outcome (``c1``..``c10``, ``ad``, ``shopping_box``, ``other``)."""
     organic = list(CONTROL_ORGANIC)

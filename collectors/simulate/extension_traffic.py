@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from collectors.simulate.clickmodel import click_distribution
+from collectors.simulate.clickmodel import click_distribution, display_rank
 from schemas.assignment import assign_arm
 
 DEFAULT_ARMS: tuple[tuple[str, float], ...] = (
@@ -120,7 +120,8 @@ class ExtensionTraffic:
             }
             if outcome.startswith("c"):
                 rank = int(outcome[1:])
-                click.update(element_type="organic", original_rank=rank, display_rank=rank)
+                shown = display_rank(arm, rank)
+                click.update(element_type="organic", original_rank=rank, display_rank=shown)
             else:
                 click.update(element_type=outcome if outcome != "other" else "other")
             events.append(click)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from collectors.simulate.clickmodel import ARMS, click_distribution
@@ -70,3 +72,31 @@ def test_page_mix_keeps_the_overall_ads_share() -> None:
     config = TrafficConfig()
     overall = config.p_box * config.p_ads_given(True) + (1 - config.p_box) * config.p_ads_given(False)
     assert overall == pytest.approx(config.p_ads)
+
+
+def test_display_rank_is_where_the_arm_shows_the_result() -> None:
+    """A swap arm shows the results it swaps at each other's place (the paper's c_i is the
+    result the engine ranked i; the page shows it elsewhere); other arms keep the order."""
+    from collectors.simulate.clickmodel import display_rank
+
+    assert [display_rank("swap_1_2", r) for r in (1, 2, 3)] == [2, 1, 3]
+    assert [display_rank("swap_1_3", r) for r in (1, 2, 3)] == [3, 2, 1]
+    assert [display_rank("swap_2_3", r) for r in (1, 2, 3, 4)] == [1, 3, 2, 4]
+    assert [display_rank("hide_ads_box_swap_1_2", r) for r in (1, 2)] == [2, 1]
+    assert all(
+        display_rank(arm, r) == r for arm in ("control", "hide_box", "hide_ads_box") for r in range(1, 11)
+    )
+
+
+def test_simulated_clicks_carry_the_display_rank_of_their_arm() -> None:
+    from collectors.simulate.clickmodel import display_rank
+    from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+
+    clicks = [
+        e
+        for e in itertools.islice(ExtensionTraffic(TrafficConfig(seed=4)).events(), 20_000)
+        if e["type"] == "click" and e.get("element_type") == "organic"
+    ]
+    swapped = [e for e in clicks if e["arm"] == "swap_1_2" and e["original_rank"] in (1, 2)]
+    assert swapped and all(e["display_rank"] == 3 - e["original_rank"] for e in swapped)
+    assert all(e["display_rank"] == display_rank(e["arm"], e["original_rank"]) for e in clicks)
