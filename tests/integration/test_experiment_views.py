@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from auditstream.cli import app
 from collectors.simulate.extension_traffic import TrafficConfig
-from tests.helpers import Service, post_study, report_json
+from tests.helpers import Service, post_study, report_json, wait_for
 
 pytestmark = pytest.mark.integration
 EXP = "views"
@@ -158,3 +158,38 @@ def test_timeline_refuses_a_bad_window(study: Service) -> None:
         app, ["report", "timeline", EXP, "--url", study.url, "--api-key", study.api_key, "--window", "15s"]
     )
     assert result.exit_code == 2 and "multiple of 10 seconds" in result.output
+
+
+def test_page_composition_figure8(service: Service) -> None:
+    """Hand-made pages with known composition: the view's shares are the hand counts."""
+
+    def page(n: int, kind: str, ads: int, box: str, ssr: list[int], page_index: int = 0) -> dict:
+        event = {
+            "type": kind, "event_id": f"00000000-0000-4000-8000-{n:012d}", "schema_version": 1,
+            "sent_at": datetime.now(UTC).isoformat(), "experiment_id": "composition", "arm": "control",
+            "engine": "bing", "install_id": "composition-1", "install_day": "2026-01-01",
+            "extension_version": "1.5.0", "page_index": page_index, "n_organic": 10, "ads_top_count": ads,
+            "box": box, "ssr_positions": ssr, "n_candidates": 1000, "identified": True, "ui_lang": "de",
+        }  # fmt: skip
+        if kind == "click":
+            event.update(element_type="other")
+        return event
+
+    views = [page(1, "serp_view", 2, "none", []), page(2, "serp_view", 0, "top", [2]),
+             page(3, "serp_view", 1, "side", [5]), page(4, "serp_view", 0, "none", []),
+             page(5, "serp_view", 3, "top", [], page_index=1)]  # fmt: skip  # page 2: left out
+    clicks = [page(6, "click", 1, "none", [2]), page(7, "click", 0, "none", [])]
+    assert service.post(views + clicks).status == 202
+    wait_for(
+        lambda: len(service.sql("SELECT * FROM page_composition WHERE experiment_id = 'composition'")) == 2,
+        60,
+        "composition rows",
+    )
+    found = service.sql("SELECT * FROM page_composition WHERE experiment_id = 'composition'")
+    rows = {r["pages_of"]: r for r in found}
+    shown = rows["serp_view"]
+    assert shown["pages"] == 4 and shown["engine"] == "bing"
+    shares = ("share_with_ads", "share_with_box", "share_with_ssr", "share_with_ssr_at_2")
+    assert tuple(shown[k] for k in shares) == (0.5, 0.5, 0.5, 0.25)
+    clicked = rows["click"]
+    assert (clicked["pages"], clicked["share_with_ads"], clicked["share_with_ssr_at_2"]) == (2, 0.5, 0.5)
