@@ -36,6 +36,7 @@ class TrafficConfig:
     p_ads_given_box: float = 0.93  # shopping boxes come with commercial queries, which carry ads
     p_ssr: float = 0.2
     p_unidentified: float = 0.02
+    p_first_page: float = 0.9  # searches on a first result page; the rest on pages 2-4
     emit_views: bool = True
     seed: int = 1
     today: date = field(default_factory=lambda: datetime.now(UTC).date())
@@ -93,7 +94,7 @@ class ExtensionTraffic:
             "arm": arm,
             "engine": _weighted(rng, c.engines),
             **inst,
-            "page_index": 0 if rng.random() < 0.9 else rng.randint(1, 3),
+            "page_index": 0 if rng.random() < c.p_first_page else rng.randint(1, 3),
             "n_organic": 10,
             "ads_top_count": ads,
             "box": box,

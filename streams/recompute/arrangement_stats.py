@@ -1,5 +1,8 @@
 """SQL that recomputes the per-install arrangement statistics of touched slices.
 
+Only a first result page (``page_index = 0``) defines positions: an organic click on a
+later page is a unit whose click is on none of c_1..c_10, counted with ``clicks_other``.
+
 Idempotent: each touched 10-second slice is recomputed whole from the deduplicated
 raw rows. Days and longer windows are sums of slices (``arrangement_install_day``).
 """
@@ -48,7 +51,8 @@ def slices_range_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
 
 def _slices_insert(lo: int, hi: int, keys_condition: str) -> str:
     per_rank = ", ".join(
-        f"toUInt32(countIf(type = 'click' AND element_type = 'organic' AND original_rank = {r}))"
+        f"toUInt32(countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 "
+        f"AND original_rank = {r}))"
         for r in range(1, MAX_RANK + 1)
     )
     return f"""
@@ -65,7 +69,8 @@ SELECT experiment_id, install_id, toStartOfInterval(received_at, INTERVAL {SLICE
        toUInt32(countIf(type = 'click' AND element_type = 'ad')),
        toUInt32(countIf(type = 'click' AND element_type = 'shopping_box')),
        toUInt32(countIf(type = 'click' AND element_type = 'ssr')),
-       toUInt32(countIf(type = 'click' AND element_type = 'other')),
+       toUInt32(countIf(type = 'click' AND (element_type = 'other'
+                        OR (element_type = 'organic' AND page_index > 0)))),
        now64(6)
 FROM extension_events
 WHERE received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64({hi}, 3, 'UTC')

@@ -37,7 +37,9 @@ def range_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
 
 
 def _insert(lo: int, hi: int, keys_condition: str) -> str:
-    per_rank = ", ".join(f"countIf(type = 'click' AND original_rank = {r})" for r in range(1, MAX_RANK + 1))
+    per_rank = ", ".join(  # positions are a first result page's (page_index 0)
+        f"countIf(type = 'click' AND page_index = 0 AND original_rank = {r})" for r in range(1, MAX_RANK + 1)
+    )
     return f"""
 INSERT INTO {TABLE}
     (experiment_id, engine, arm, original_rank, window_start, units, impressions, clicks,

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 RECOUNT = """
 SELECT experiment_id, engine, arm, r, toStartOfMinute(received_at) AS window_start,
        countIf(type = 'click') AS units, countIf(type = 'serp_view') AS impressions,
-       countIf(type = 'click' AND ifNull(original_rank, 0) = r) AS clicks
+       countIf(type = 'click' AND page_index = 0 AND ifNull(original_rank, 0) = r) AS clicks
 FROM extension_events ARRAY JOIN range(1, 11) AS r
 WHERE experiment_id = '{exp}'
 GROUP BY experiment_id, engine, arm, r, window_start
@@ -51,7 +51,7 @@ def assert_aggregate_exact(svc: Service, exp: str) -> None:
 INSTALL_RECOUNT = """
 SELECT install_id, arm, toDate(received_at) AS day, identified,
        countIf(type = 'click') AS units, countIf(type = 'serp_view') AS impressions,
-       countIf(type = 'click' AND element_type = 'organic' AND original_rank = 1) AS c1,
+       countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 1) AS c1,
        countIf(type = 'click' AND element_type = 'ad') AS ad
 FROM extension_events WHERE experiment_id = '{exp}'
 GROUP BY install_id, arm, day, identified
@@ -90,8 +90,8 @@ SELECT install_id, engine, arm,
        toUInt8(identified) AS ident, toUInt8(ads_top_count > 0) AS ads, toUInt8(box != 'none') AS boxp,
        toUInt8(has(ssr_positions, 2)) AS ssr, countIf(type = 'click') AS units,
        countIf(type = 'serp_view') AS impressions,
-       countIf(type = 'click' AND element_type = 'organic' AND original_rank = 1) AS c1,
-       countIf(type = 'click' AND element_type = 'organic' AND original_rank = 2) AS c2,
+       countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 1) AS c1,
+       countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 2) AS c2,
        countIf(type = 'click' AND element_type = 'shopping_box') AS box_clicks
 FROM extension_events WHERE experiment_id = '{exp}'
 GROUP BY install_id, engine, arm, age, ident, ads, boxp, ssr
@@ -135,7 +135,8 @@ GROUP BY arm
 """.replace(
     "{per_rank}",
     ", ".join(
-        f"countIf(type = 'click' AND element_type = 'organic' AND original_rank = {r})" for r in range(1, 11)
+        f"countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = {r})"
+        for r in range(1, 11)
     ),
 )
 

@@ -33,7 +33,7 @@ def studies(service: Service) -> Service:
 def offline_intervals(service: Service, experiment: str) -> dict[str, dict[str, tuple[float, float]]]:
     """95% intervals from 2,000 resamples of installs, recounted from raw click events."""
     rows = service.sql(
-        "SELECT install_id, arm, original_rank, element_type FROM extension_events "
+        "SELECT install_id, arm, original_rank, element_type, page_index FROM extension_events "
         f"WHERE experiment_id = '{experiment}' AND engine = 'google' AND type = 'click' "
         "AND identified AND dateDiff('day', install_day, toDate(received_at)) >= 4"
     )
@@ -45,7 +45,7 @@ def offline_intervals(service: Service, experiment: str) -> dict[str, dict[str, 
     for r in rows:
         units[r["arm"]][index[r["install_id"]]] += 1
         rank = r["original_rank"]
-        if r["element_type"] == "organic" and rank is not None and rank <= RANKS:
+        if r["element_type"] == "organic" and r["page_index"] == 0 and rank is not None and rank <= RANKS:
             clicks[r["arm"]][index[r["install_id"]], rank - 1] += 1
 
     draws = resample_installs(len(installs), 2000, seed=2026)  # [install, replicate]
