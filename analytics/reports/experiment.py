@@ -30,6 +30,14 @@ UNIT_COLUMNS = {"click": "units", "impression": "impressions"}
 a unit is a shown result page (``serp_view``), for senders that report them."""
 MAX_RANKS = 10
 """Positions c_1..c_10 are stored per install."""
+ELEMENTS = ("organic", "ad", "shopping_box", "ssr", "other")
+ELEMENT_SUMS = (
+    "sum(arraySum(clicks))",
+    "sum(clicks_ad)",
+    "sum(clicks_box)",
+    "sum(clicks_ssr)",
+    "sum(clicks_other)",
+)
 REPLICATES = 200
 """Bootstrap replicates (``figure3``'s default, the analyst views' ``range(200)``)."""
 STUDY_AGE_CAP = 7
@@ -155,6 +163,17 @@ class ReportQuery:
             "SELECT arm, sum(arraySum(clicks)) AS organic, sum(clicks_ad) AS ad, "
             "sum(clicks_box) AS shopping_box, sum(clicks_ssr) AS ssr, sum(clicks_other) AS other "
             f"FROM {self._source} WHERE {self._where()} GROUP BY arm ORDER BY arm"
+        )
+
+    def element_shares_per_install_sql(self, seed: int) -> str:
+        """Clicks per element type per (install, arm), as c1..c5 in ``ELEMENTS`` order with
+        their total as units: each share is then a ratio like CTR, with the same clustered
+        bootstrap (``figure3_arrays``)."""
+        columns = ", ".join(f"toFloat64({expr}) AS c{i}" for i, expr in enumerate(ELEMENT_SUMS, start=1))
+        return (
+            f"SELECT {install_key_sql('install_id', seed)} AS install_key, arm, "
+            f"toFloat64({' + '.join(ELEMENT_SUMS)}) AS n_units, {columns} "
+            f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
         )
 
     def drops_sql(self) -> str:
@@ -285,6 +304,22 @@ def element_share_rows(result_rows: list[dict[str, Any]]) -> list[dict[str, Any]
     return out
 
 
+def with_share_intervals(shares: list[dict[str, Any]], table: list[ArmRow]) -> list[dict[str, Any]]:
+    """The element-type shares with their 95% intervals (``<type>_ci_low``/``_ci_high``),
+    from the same per-install bootstrap as Figure 3 (units: all clicks of the arm)."""
+    by_arm = {row.arm: row for row in table}
+    out = []
+    for share in shares:
+        row = by_arm.get(share["arm"])
+        extra: dict[str, Any] = {}
+        if row is not None:
+            for name, estimate in zip(ELEMENTS, row.ctr, strict=False):
+                bounds = estimate.to_json()
+                extra[f"{name}_ci_low"], extra[f"{name}_ci_high"] = bounds["ci_low"], bounds["ci_high"]
+        out.append({**share, **extra})
+    return out
+
+
 def pp_lower_bound(table: list[ArmRow]) -> float:
     """max over arms of |delta_1| (point estimates)."""
     return performative_power_lower_bound({r.arm: r.delta[0].value for r in table if r.delta})
@@ -380,11 +415,12 @@ async def run_experiment_report(
     import asyncio
 
     box_query = replace(query, subset="box")
-    per_install, box, shares, drops = await asyncio.gather(
+    per_install, box, shares, drops, by_element = await asyncio.gather(
         store.query_arrow(query.per_install_keys_sql(seed, ranks)),
         store.query_arrow(box_query.per_install_keys_sql(seed, BOX_RANKS)),
         store.query(query.element_shares_sql(), read_only=True),
         store.query(query.drops_sql(), read_only=True),
+        store.query_arrow(query.element_shares_per_install_sql(seed)),
     )
 
     weight_of: dict[int, float] | None = None
@@ -409,7 +445,7 @@ async def run_experiment_report(
         baseline=baseline,
         figure3=table(per_install, ranks, baseline),
         box=table(box, BOX_RANKS, BOX_BASELINE),
-        shares=element_share_rows(shares.dicts()),
+        shares=with_share_intervals(element_share_rows(shares.dicts()), table(by_element, 5, baseline)),
         drops=list(drops.dicts()),
         intervals=intervals,
         reweighting=reweighting,

@@ -67,6 +67,12 @@ def test_report_recovers_planted_effects(service: Service) -> None:
             expected_share("control", config, outcome), abs=0.02
         )
     assert shares["hide_ads_box"]["ad"] == 0 and shares["hide_ads_box"]["shopping_box"] == 0
+    # The shares' 95% intervals (the same clustered bootstrap as Figure 3) hold the planted shares.
+    for outcome in ("ad", "other"):
+        planted_share = expected_share("control", config, outcome)
+        low, high = shares["control"][f"{outcome}_ci_low"], shares["control"][f"{outcome}_ci_high"]
+        assert low < planted_share < high, (outcome, low, planted_share, high)
+        assert low <= shares["control"][outcome] <= high
 
     figure5_doc = report_json(service, EXP, "--subset", "box", "--baseline", "hide_ads_box")
     assert figure5_doc["baseline"] == "hide_ads_box"
