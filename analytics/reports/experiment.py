@@ -49,6 +49,8 @@ SUBSETS = {
     "no_ads_no_box": "(ads_present = 0 AND box_present = 0)",
     "box": "box_present = 1",
     "ssr_c1_c2": "ssr_c1_c2 = 1",
+    "ads_no_box": "(ads_present = 1 AND box_present = 0)",
+    "no_ssr_c1_c2": "ssr_c1_c2 = 0",
 }
 
 

@@ -89,7 +89,11 @@ def experiment(
     experiment_id: Annotated[str, typer.Argument(help="The experiment id")],
     engine: Annotated[str, typer.Option(help="Search engine")] = "google",
     subset: Annotated[
-        str, typer.Option(help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, n_candidates_q1..q5")
+        str,
+        typer.Option(
+            help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, ads_no_box, no_ssr_c1_c2, "
+            "n_candidates_q1..q5"
+        ),
     ] = "all",
     burn_in_days: BurnIn = 4,
     include_unidentified: Annotated[

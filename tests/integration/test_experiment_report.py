@@ -196,6 +196,33 @@ def test_sequential_intervals_and_reweighting_through_the_service(service: Servi
     assert swap_w["delta_c1_ci_low"] < planted < swap_w["delta_c1_ci_high"]  # no age effect planted
 
 
+def test_the_new_subsets_count_what_they_say(service: Service) -> None:
+    """ads_no_box and no_ssr_c1_c2 (the paper's Figures 4 and 6) hold exactly the units a
+    recount from raw puts there, in the report and in the analyst view."""
+    config = TrafficConfig(experiment_id="subsets", seed=8, installs=150)
+    post_study(service, config, 6_000, batch=200)
+    preprocessing = (
+        "experiment_id = 'subsets' AND engine = 'google' AND type = 'click' AND identified "
+        "AND dateDiff('day', install_day, toDate(received_at)) >= 4"
+    )
+    for subset, condition in (
+        ("ads_no_box", "ads_top_count > 0 AND box = 'none'"),
+        ("no_ssr_c1_c2", "NOT has(ssr_positions, 2)"),
+    ):
+        recount = service.scalar(
+            f"SELECT count() FROM extension_events WHERE {preprocessing} AND {condition}"
+        )
+        assert recount > 0
+        assert sum(a["units"] for a in report_json(service, "subsets", "--subset", subset)["arms"]) == recount
+        view = service.sql(
+            "SELECT sum(units) AS u FROM (SELECT DISTINCT arm, units FROM experiment_ctr("
+            f"experiment = 'subsets', engine = 'google', subset = '{subset}', since = '2000-01-01', "
+            "until = '2100-01-01', "
+            "burn_in_days = 4, seed = 0))"
+        )
+        assert view[0]["u"] == recount
+
+
 def test_n_candidates_quintiles_partition_the_units(service: Service) -> None:
     config = TrafficConfig(experiment_id="quintiles", seed=99, installs=200)
     post_study(service, config, 8_000, batch=200)

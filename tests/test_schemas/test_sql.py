@@ -22,16 +22,17 @@ def test_migrations_are_versioned_in_order() -> None:
 
 
 def test_view_bootstrap_weights_match_the_python_reference() -> None:
-    """The views in force (0015 replaced those of 0005 and 0006) use ``uniform_sql`` and
-    the Poisson(1) thresholds; the SQL and Python weights agree (tests/integration/
-    test_bootstrap_sql.py)."""
+    """The views in force (0015 replaced those of 0005 and 0006, 0020 those of 0015) use
+    ``uniform_sql`` and the Poisson(1) thresholds; the SQL and Python weights agree
+    (tests/integration/test_bootstrap_sql.py)."""
     from importlib import resources
 
     from analytics.stats.bootstrap import MAX_WEIGHT, POISSON1_CDF, uniform_sql
 
     migrations = resources.files("schemas") / "clickhouse" / "migrations"
-    text = (migrations / "0015_counter_bootstrap_weights.sql").read_text()
-    assert text.count(uniform_sql("install_id", "b", "{seed:UInt32}") + " AS u01") == 3
-    for k, cdf in enumerate(POISSON1_CDF):
-        assert text.count(f"u01 < {cdf!r}, {k}") == 3  # once per view
-    assert f", {MAX_WEIGHT})" in text and text.count("range(200)") == 3
+    for name in ("0015_counter_bootstrap_weights.sql", "0020_more_subsets.sql"):
+        text = (migrations / name).read_text()
+        assert text.count(uniform_sql("install_id", "b", "{seed:UInt32}") + " AS u01") == 3
+        for k, cdf in enumerate(POISSON1_CDF):
+            assert text.count(f"u01 < {cdf!r}, {k}") == 3  # once per view
+        assert f", {MAX_WEIGHT})" in text and text.count("range(200)") == 3
