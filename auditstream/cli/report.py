@@ -43,6 +43,12 @@ Until = Annotated[
     str | None,
     typer.Option(help="Last day YYYY-MM-DD (inclusive), or a UTC time YYYY-MM-DDTHH:MM (exclusive)"),
 ]
+Subset = Annotated[
+    str,
+    typer.Option(
+        help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, ads_no_box, no_ssr_c1_c2, n_candidates_q1..q5"
+    ),
+]
 BurnIn = Annotated[int, typer.Option(help="Drop each install's first N days")]
 Seed = Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")]
 
@@ -88,13 +94,7 @@ def _fmt(value: float | None, ci: tuple[float | None, float | None] | None = Non
 def experiment(
     experiment_id: Annotated[str, typer.Argument(help="The experiment id")],
     engine: Annotated[str, typer.Option(help="Search engine")] = "google",
-    subset: Annotated[
-        str,
-        typer.Option(
-            help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, ads_no_box, no_ssr_c1_c2, "
-            "n_candidates_q1..q5"
-        ),
-    ] = "all",
+    subset: Subset = "all",
     burn_in_days: BurnIn = 4,
     include_unidentified: Annotated[
         bool, typer.Option("--include-unidentified", help="Keep identified=false events")
