@@ -210,17 +210,20 @@ def post_study(svc: Service, config: Any, total: int, batch: int = 200) -> None:
 
     stats = asyncio.run(post_batches(svc.url, svc.api_key, ExtensionTraffic(config).batches(batch, total)))
     assert stats.accepted == total
-    wait_for(
-        lambda: (
-            svc.scalar(
-                "SELECT sum(units) + sum(impressions) FROM arrangement_install_day "
-                f"WHERE experiment_id = '{config.experiment_id}'"
-            )
-            == total
-        ),
-        180,  # generous: CI machines are shared; the wait ends as soon as the rows are there
-        f"{config.experiment_id} in arrangement_install_day",
-    )
+    # The study-wide rows are recomputed after the slices, so wait for both: a report read
+    # between the two would see the slices complete and the study-wide rows not yet.
+    for table in ("arrangement_install_day", "arrangement_install"):
+        wait_for(
+            lambda table=table: (
+                svc.scalar(
+                    f"SELECT sum(units) + sum(impressions) FROM {table} "
+                    f"WHERE experiment_id = '{config.experiment_id}'"
+                )
+                == total
+            ),
+            180,  # generous: CI machines are shared; the wait ends as soon as the rows are there
+            f"{config.experiment_id} in {table}",
+        )
 
 
 def report_json(svc: Service, experiment: str, *args: str) -> dict[str, Any]:
