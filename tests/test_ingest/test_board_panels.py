@@ -4,6 +4,7 @@ the report functions they must agree with."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -275,6 +276,17 @@ def test_experiment_statements_are_the_reports() -> None:
     assert "LIMIT 7" in queries.alerts_sql(7)
 
 
+async def until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    """Wait for ``condition`` (polled), failing after ``timeout_s``."""
+    import asyncio
+
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(0.005)  # wait-ok: poll interval under a deadline
+
+    await asyncio.wait_for(poll(), timeout_s)
+
+
 async def test_refresher_serves_every_request_from_one_background_computation() -> None:
     """Many requests for one panel: one computation; later requests get the cached answer
     at once while the task refreshes it; an error keeps the last good answer."""
@@ -297,20 +309,17 @@ async def test_refresher_serves_every_request_from_one_background_computation() 
     refresher = BoardRefresher(compute, interval_s=0.05, keep_s=60)
     panel = Panel("alerts", (("limit", 5),))
     waiting = [asyncio.create_task(refresher.get(panel)) for _ in range(20)]
-    await asyncio.sleep(0.01)
+    await until(lambda: len(calls) >= 1)
     assert len(calls) == 1 and not any(t.done() for t in waiting)  # the first computation
     gate.set()
     assert await asyncio.gather(*waiting) == [1] * 20
-    for _ in range(200):  # the task recomputes in the background...
-        if len(calls) >= 3:
-            break
-        await asyncio.sleep(0.01)
-    assert len(calls) >= 3
+    await until(lambda: len(calls) >= 3)  # the task recomputes in the background...
     gate.clear()  # ...and while a refresh hangs, requests still answer from the cache at once
     assert await asyncio.wait_for(refresher.get(panel), 0.5) >= 1
     fail[0] = True
+    failed_from = refresher.computations
     gate.set()
-    await asyncio.sleep(0.2)
+    await until(lambda: refresher.computations > failed_from + 1)  # a failed refresh has run
     assert isinstance(await refresher.get(panel), int)  # the last good answer, not the error
 
     other = Panel("index")
@@ -324,7 +333,6 @@ async def test_refresher_serves_every_request_from_one_background_computation() 
 
 
 async def test_refresher_forgets_panels_nobody_looks_at() -> None:
-    import asyncio
 
     from ingest.board.compute import Panel
     from ingest.board.refresher import BoardRefresher
@@ -340,6 +348,6 @@ async def test_refresher_forgets_panels_nobody_looks_at() -> None:
     assert await refresher.get(Panel("index")) == "index"
     now[0] = 11  # nobody asked for the index for longer than keep_s
     assert await refresher.get(Panel("alerts")) == "alerts"
-    await asyncio.sleep(0.05)
+    await until(lambda: Panel("index") not in refresher._entries)
     assert Panel("index") not in refresher._entries and Panel("alerts") in refresher._entries
     await refresher.close()
