@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import pairwise
@@ -264,18 +263,6 @@ def table_from_rows(
     return figure3(counts, ranks=ranks, seed=seed, baseline=baseline)
 
 
-def timeline_from_rows(
-    rows: list[dict[str, Any]], ranks: int, seed: int = 0, baseline: str = "control"
-) -> list[tuple[int, list[ArmRow]]]:
-    """One Figure-3 table per window (epoch seconds), oldest first."""
-    by_window: dict[int, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_window.setdefault(int(row["window_start"]), []).append(row)
-    return [
-        (start, table_from_rows(group, ranks, seed, baseline)) for start, group in sorted(by_window.items())
-    ]
-
-
 def flatten(table: list[ArmRow]) -> list[dict[str, Any]]:
     """One flat record per arm, for JSON and CSV output."""
     out = []
@@ -365,21 +352,6 @@ class ExperimentReport:
     @property
     def performative_power_lower_bound(self) -> float:
         return pp_lower_bound(self.figure3)
-
-
-def experiment_report(
-    results: Mapping[str, list[dict[str, Any]]], ranks: int, seed: int = 0, baseline: str = "control"
-) -> ExperimentReport:
-    """The report from the rows of ``report_statements``: the one function behind both
-    ``auditstream report experiment`` and the live board."""
-    per_install, box = results["per_install"], results["box_per_install"]
-    return ExperimentReport(
-        baseline=baseline,
-        figure3=table_from_rows(per_install, ranks, seed, baseline) if per_install else [],
-        box=table_from_rows(box, BOX_RANKS, seed, BOX_BASELINE) if box else [],
-        shares=element_share_rows(results["shares"]),
-        drops=list(results["drops"]),
-    )
 
 
 def arrays_from_arrow(table: Any, ranks: int) -> PerInstallArrays:

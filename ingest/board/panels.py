@@ -1,7 +1,7 @@
 """The board's data as pure functions over query rows (lists of dicts); no I/O here.
 
 Each function returns the JSON one panel draws. The experiment panels are drawn
-from ``analytics.reports.experiment.experiment_report``, the same function behind
+from ``analytics.reports.experiment.run_experiment_report``, the same function behind
 ``auditstream report experiment``, with the same seed, so they agree to the last digit.
 """
 
