@@ -9,7 +9,7 @@ from aiohttp import web
 from core.settings import Settings
 from core.store import Store, open_store
 from core.store.base import NoStore
-from ingest import board, experiments, handlers, importing, reports
+from ingest import board, experiments, handlers, importing, openapi, reports
 from ingest.api_keys import KeyFile
 from ingest.app_state import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.metrics import IngestMetrics
@@ -53,6 +53,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     board.add_routes(app, settings, store, in_process=in_process or not has_store_settings(settings))
     importing.add_routes(app)
     reports.add_routes(app)
+    openapi.add_routes(app)
     return app
 
 

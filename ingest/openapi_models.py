@@ -1,0 +1,358 @@
+"""The shapes of the ``/v1`` answers that their handlers build as plain dicts.
+
+Request bodies and experiment configs have their models where they are used
+(``schemas/``, ``ingest/reports.py``, ``ingest/importing.py``); these models describe
+the rest for the OpenAPI document (``ingest/openapi.py``) and are never used to build an
+answer. ``tests/integration/test_openapi.py`` validates the service's real answers
+against the document, so a handler that changes its answer without its model here fails
+there. Objects are closed (``additionalProperties: false``) wherever the handler writes
+the keys itself; rows read from a view are described by the keys every row has.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from analytics.reports.experiment import ELEMENTS, INTERVAL_GUARANTEES
+from ingest.validation import REASONS
+from schemas.events import Engine, Ident
+
+Number = float | None
+"""An estimate: ``null`` where it is undefined (no units, no baseline)."""
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class Problem(_Closed):
+    """Every error answer: a stable code and a human-readable message."""
+
+    error: str = Field(description="Stable machine-readable code, e.g. `unauthorized`, `not_found`.")
+    message: str
+
+
+# --------------------------------------------------------------------------- /v1/events
+
+
+class EventRejection(_Closed):
+    """One refused event: its index in the request, why, and the field (never its value)."""
+
+    index: int = Field(ge=0)
+    reason: str = Field(json_schema_extra={"enum": list(REASONS)})
+    field: str | None
+
+
+class EventsAccepted(_Closed):
+    accepted: int = Field(ge=1)
+    rejected: list[EventRejection]
+
+
+class EventsAllRejected(Problem):
+    """422: ``error`` is ``all_rejected``; each rejection says why."""
+
+    accepted: Literal[0]
+    rejected: list[EventRejection]
+
+
+# --------------------------------------------------------------------------- /v1/sql
+
+
+class SqlRequest(_Closed):
+    sql: str = Field(description="One statement (`schemas/clickhouse/README.md` lists the tables).")
+
+
+class SqlResult(_Closed):
+    columns: list[str]
+    types: list[str] = Field(description="ClickHouse type of each column.")
+    rows: list[list[Any]]
+
+
+# --------------------------------------------------------------------------- experiments
+
+
+class PublicArm(_Closed):
+    arm: Ident
+    weight: float = Field(gt=0, le=1, description="Share of assignments (the weights sum to 1).")
+
+
+class PublicExperimentConfig(_Closed):
+    """What an extension needs to assign arms (`ExperimentConfig.public`)."""
+
+    experiment_id: Ident
+    engines: list[Engine]
+    arms: list[PublicArm]
+    salt: str
+    status: Literal["running", "stopped"]
+    assignment: str
+
+
+# --------------------------------------------------------------------------- reports
+
+_ESTIMATE_KEY = r"^(ctr|delta|beta)_c[0-9]+(_ci_low|_ci_high)?$"
+
+
+class ReportArm(BaseModel):
+    """One arm of a Figure-3 table as flat columns: ``ctr_c1``, ``ctr_c1_ci_low``,
+    ``ctr_c1_ci_high``, ``delta_c1``, ... ``beta_c<k>_ci_high`` (numbers or null)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "patternProperties": {_ESTIMATE_KEY: {"type": ["number", "null"]}},
+            "additionalProperties": False,
+        },
+    )
+    arm: str
+    units: int = Field(ge=0)
+    installs: int = Field(ge=0)
+
+
+ElementShare: type[BaseModel] = create_model(
+    "ElementShare",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="Share of an arm's clicks per element type, with 95% intervals from the bootstrap.",
+    arm=(str, ...),
+    clicks=(int, ...),
+    **{f"{e}{part}": (Number, None) for e in ELEMENTS for part in ("", "_ci_low", "_ci_high")},  # type: ignore[call-overload]
+)
+
+
+class Drops(BaseModel):
+    """Units per arm before preprocessing and dropped by each rule (``drops_sql``)."""
+
+    arm: str
+    all_units: int
+    burn_in_dropped: int
+    unidentified_dropped: int
+
+
+class BoxSubset(_Closed):
+    baseline: str
+    arms: list[ReportArm]
+
+
+class ExperimentReport(_Closed):
+    """``auditstream report experiment --format json``."""
+
+    baseline: str
+    arms: list[ReportArm]
+    box_subset: BoxSubset
+    element_shares: list[ElementShare]
+    performative_power_lower_bound: Number
+    preprocessing: list[Drops]
+    intervals: str = Field(json_schema_extra={"enum": list(INTERVAL_GUARANTEES)})
+    interval_guarantee: str
+    decisions: dict[str, str | None] | None = Field(
+        description="Sequential intervals: per arm, the first day delta_c1 excluded zero (ISO date)."
+    )
+    reweighting: dict[str, Any] | None = Field(description="With targets: installs raked, effective size.")
+    unweighted_arms: list[ReportArm] | None
+
+
+class TimelineWindow(_Closed):
+    window_start: str = Field(description="ISO timestamp (UTC) of the window's start.")
+    arms: list[ReportArm]
+
+
+class Timeline(_Closed):
+    window_seconds: int = Field(gt=0)
+    baseline: str
+    windows: list[TimelineWindow] = Field(min_length=1)
+
+
+# --------------------------------------------------------------------------- import
+
+
+class ImportRejection(_Closed):
+    line: int = Field(ge=1, description="1-based line number in the chunk.")
+    reason: str
+    field: str | None
+
+
+class ImportSpan(_Closed):
+    experiment_id: str
+    engine: str
+    day_start: int = Field(description="UTC midnight, unix seconds.")
+
+
+class ImportAnswer(_Closed):
+    lines: int = Field(ge=0)
+    accepted: int = Field(ge=0)
+    inserted: int = Field(ge=0)
+    duplicates: int = Field(ge=0, description="Events stored before (same event_id): not stored again.")
+    dead_letters: int = Field(ge=0)
+    rejected_by_reason: dict[str, int]
+    rejected: list[ImportRejection] = Field(description="The first 100 rejections.")
+    spans: list[ImportSpan] = Field(description="Days to send back to `/v1/import/recompute`.")
+
+
+class RecomputeAnswer(_Closed):
+    days: int = Field(ge=0)
+    installs: int = Field(ge=0)
+
+
+# --------------------------------------------------------------------------- board
+
+
+class BoardExperiment(_Closed):
+    experiment_id: str
+    engines: list[str]
+    units: int
+    last_day: str
+    registered: bool
+    status: str | None
+
+
+class BoardAutocompleteStudy(_Closed):
+    study: str
+    rounds: int
+    engines: list[str]
+    last: str
+
+
+class BoardPersonalizationStudy(_Closed):
+    study_id: str
+    rounds: int
+    last_round: str
+
+
+class BoardIndex(_Closed):
+    experiments: list[BoardExperiment]
+    autocomplete_studies: list[BoardAutocompleteStudy]
+    personalization_studies: list[BoardPersonalizationStudy]
+
+
+class Estimate(_Closed):
+    value: Number
+    ci_low: Number
+    ci_high: Number
+
+
+class Figure3Arm(_Closed):
+    arm: str
+    units: int
+    installs: int
+    ctr: list[Estimate]
+    delta: list[Estimate]
+    beta: list[Estimate]
+
+
+class Figure3(_Closed):
+    baseline: str
+    has_baseline: bool
+    ranks: int
+    arms: list[Figure3Arm]
+    performative_power_lower_bound: Number
+
+
+class BoardDrops(_Closed):
+    arm: str
+    all_units: int
+    burn_in_dropped: int
+    unidentified_dropped: int
+    kept: int
+
+
+class SrmArm(_Closed):
+    arm: str
+    units: int
+    share: Number
+    expected_share: Number
+
+
+class Alert(BaseModel):
+    """An alert as stored (``alerts`` view)."""
+
+    alert_id: str
+    created_at: str
+    kind: str
+    severity: str
+    subject: str
+    summary: str
+
+
+class Srm(_Closed):
+    status: Literal["alert", "unregistered", "no_units", "mismatch", "ok"]
+    registered: bool
+    alpha: float
+    units: int
+    chi2: Number
+    p_value: Number
+    arms: list[SrmArm]
+    alerts: list[Alert]
+
+
+class BoardExperimentPanel(_Closed):
+    experiment_id: str
+    engine: str
+    burn_in_days: int
+    unit_mode: Literal["click", "impression"]
+    seed: int
+    registry_status: str | None
+    figure3: Figure3
+    weighted: dict[str, Any] | None = Field(description="With a targets file: the reweighted Figure 3.")
+    intervals: str = Field(json_schema_extra={"enum": list(INTERVAL_GUARANTEES)})
+    interval_guarantee: str
+    decisions: dict[str, str | None] | None
+    element_shares: list[ElementShare]
+    box_subset: Figure3
+    drops: list[BoardDrops]
+    srm: Srm
+
+
+class ChurnGrid(_Closed):
+    engine: str
+    ranks: list[int]
+    depths: list[int]
+    churn: list[list[Number]] = Field(description="Mean churn, one row per depth, one column per rank.")
+    pairs: list[list[int | None]]
+
+
+class NmiRound(_Closed):
+    crawl_id: str
+    completed_at: str
+    roots: int
+    mean_nmi: Number
+    min_nmi: Number
+    shock: bool
+    shock_details: Any
+
+
+class NmiSeries(_Closed):
+    engine: str
+    rounds: list[NmiRound]
+
+
+class BoardAutocompletePanel(_Closed):
+    study: str
+    engine: str
+    churn: list[ChurnGrid]
+    nmi: list[NmiSeries]
+
+
+class PersonalizationRank(_Closed):
+    rank: int
+    changed: Number
+    noise: Number
+    personalization: Number
+
+
+class PersonalizationTreatment(_Closed):
+    treatment: str
+    ranks: list[PersonalizationRank]
+
+
+class BoardPersonalizationPanel(_Closed):
+    study_id: str
+    treatments: list[PersonalizationTreatment]
+    rounds: dict[str, Any] | None = Field(description="Round completeness; null before the first round.")
+
+
+class BoardAlerts(_Closed):
+    alerts: list[Alert]
