@@ -212,6 +212,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="1e6,1e7,5e7", help="study sizes in events, comma-separated")
     parser.add_argument("--installs", type=int, default=100_000)
     parser.add_argument("--days", type=int, default=30)
+    parser.add_argument(
+        "--import-only", action="store_true", help="time the imports only (no reads, no ingest latency)"
+    )
     args = parser.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="bench-read-scale-"))
@@ -241,15 +244,16 @@ def main() -> None:
                     "events": size,
                     "import_events_per_s": round(rate),
                     "import_ratio_to_raw_insert": round(rate / baseline, 3),
-                    "reads": asyncio.run(read_side(url)),
+                    "reads": {} if args.import_only else asyncio.run(read_side(url)),
                 }
             )
-        print("ingest latency without and with a board open ...", file=sys.stderr)
-        latency = {
-            "without_board": asyncio.run(ingest_latency(url, 30, board=False)),
-            "with_board": asyncio.run(ingest_latency(url, 30, board=True)),
-        }
-        print(f"  {latency}", file=sys.stderr)
+        if not args.import_only:
+            print("ingest latency without and with a board open ...", file=sys.stderr)
+            latency = {
+                "without_board": asyncio.run(ingest_latency(url, 30, board=False)),
+                "with_board": asyncio.run(ingest_latency(url, 30, board=True)),
+            }
+            print(f"  {latency}", file=sys.stderr)
     finally:
         proc.send_signal(2)
         proc.wait(timeout=300)

@@ -2,27 +2,22 @@
 
 An earlier study's export or a paper's published data comes in as chunks of JSON lines
 (``auditstream import``). Every line is validated by the models ``POST /v1/events``
-uses (rejections counted with the same reasons, values never echoed), stamped with its
-``received_at`` (the line's own, else its ``sent_at``, so importing a file twice gives
-the same rows), and stored once per ``event_id`` without a detour through Kafka
-(``streams/bulk_import.py``). Each answer names the days the chunk touched; the client
-sends them back to ``/v1/import/recompute`` once the file is in, and the derived tables
-are recomputed in bulk. Admin scope only: an import writes history.
+uses (``ingest/import_chunks.py``: rejections counted with the same reasons, values never
+echoed), stamped with its ``received_at`` (the line's own, else its ``sent_at``, so
+importing a file twice gives the same rows), and stored once per ``event_id`` without a
+detour through Kafka (``streams/bulk_import.py``). Each answer names the days the chunk
+touched; the client sends them back to ``/v1/import/recompute`` once the file is in, and
+the derived tables are recomputed in bulk. Admin scope only: an import writes history.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import re
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
 
-import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -31,11 +26,9 @@ from core.store import StoreError, StoreUnavailable
 from ingest.app_state import CONFIG, METRICS, STORE
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
-from ingest.validation import Rejection, validate_batch
-from schemas.event_types import FAMILY_BY_TYPE
+from ingest.import_chunks import PreparedChunk, prepare_chunk
 from schemas.topics import FAMILIES
-from schemas.wire import format_received_at
-from streams.bulk_import import IMPORTABLE_FAMILIES, BulkImporter, Span, spans_of
+from streams.bulk_import import BulkImporter, Span
 
 BY_FAMILY = {f.name: f for f in FAMILIES}
 IMPORTER = web.AppKey("bulk_importer", BulkImporter)
@@ -80,79 +73,6 @@ async def _body(request: web.Request) -> bytes:
     return b"".join(parts)
 
 
-_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}")
-_SUMMARY_FIELDS = ("type", "experiment_id", "engine", "arm", "identified")
-
-
-@dataclass
-class PreparedChunk:
-    """A chunk after validation: canonical rows by family (with the few fields the write
-    path reads from each event), rejections by line number, and how many lines it had."""
-
-    rows: dict[str, tuple[list[dict[str, Any]], list[bytes]]] = field(default_factory=dict)
-    rejected: list[Rejection] = field(default_factory=list)
-    lines: int = 0
-
-
-def _stamp(value: Any) -> str:
-    """A line's received_at in the wire form (``ValueError`` when it is not a timestamp)."""
-    if not isinstance(value, str):
-        raise ValueError("received_at must be text")
-    moment = datetime.fromisoformat(value)
-    if _STAMP.fullmatch(value):
-        return value  # already the wire form (an export of the raw tables)
-    return format_received_at(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
-
-
-def prepare_chunk(body: bytes) -> PreparedChunk:
-    """Parse, validate and serialise one chunk of JSON lines (pure; runs in a worker process).
-
-    Each line is validated by the models of ``POST /v1/events`` and written from its model,
-    so the stored row is exactly what was validated, with its received_at appended.
-    """
-    out = PreparedChunk()
-    items: list[Any] = []
-    stamps: list[str | None] = []
-    numbers: list[int] = []
-    for n, line in enumerate(body.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        out.lines += 1
-        try:
-            item = orjson.loads(line)
-            stamp = item.pop("received_at", None) if isinstance(item, dict) else None
-            stamps.append(None if stamp is None else _stamp(stamp))
-        except orjson.JSONDecodeError:
-            out.rejected.append(Rejection(n, "malformed_json", None))
-            continue
-        except ValueError:
-            out.rejected.append(Rejection(n, "invalid_value", "received_at"))
-            continue
-        items.append(item)
-        numbers.append(n)
-    accepted, refused = validate_batch(items)
-    refused_at = {r.index: r for r in refused}
-    models = iter(accepted)
-    for index, number in enumerate(numbers):
-        if index in refused_at:
-            out.rejected.append(Rejection(number, refused_at[index].reason, refused_at[index].field))
-            continue
-        model: Any = next(models)
-        family = FAMILY_BY_TYPE[model.type]
-        if family.name not in IMPORTABLE_FAMILIES:
-            out.rejected.append(Rejection(number, "not_importable", "type"))
-            continue
-        stamp = stamps[index] or format_received_at(model.sent_at)
-        line = model.model_dump_json().encode()[:-1] + b',"received_at":' + orjson.dumps(stamp) + b"}"
-        summary = {k: getattr(model, k, None) for k in _SUMMARY_FIELDS}
-        summary["event_id"], summary["received_at"] = str(model.event_id), stamp
-        events, lines = out.rows.setdefault(family.name, ([], []))
-        events.append(summary)
-        lines.append(line)
-    out.rejected.sort(key=lambda r: r.index)
-    return out
-
-
 async def post_import(request: web.Request) -> web.Response:
     """Store one chunk of JSON lines; answer what was stored and the days to recompute."""
     key = authorize(request, "admin")
@@ -166,11 +86,10 @@ async def post_import(request: web.Request) -> web.Response:
     spans: set[Span] = set()
     try:
         async with request.app[IMPORT_LOCK]:
-            for name, (events, lines) in chunk.rows.items():
-                written = await request.app[IMPORTER].write(BY_FAMILY[name], events, lines)
+            for name, (rows, count) in chunk.rows.items():
+                written = await request.app[IMPORTER].write(BY_FAMILY[name], rows, count)
                 totals.update(inserted=written.inserted, duplicates=written.duplicates, dead=written.dead)
-                if name == "extension":
-                    spans |= spans_of(events)
+                spans |= written.spans
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
     except StoreError as exc:
@@ -178,7 +97,7 @@ async def post_import(request: web.Request) -> web.Response:
     return json_response(
         {
             "lines": chunk.lines,
-            "accepted": sum(len(e) for e, _ in chunk.rows.values()),
+            "accepted": sum(count for _, count in chunk.rows.values()),
             "inserted": totals["inserted"],
             "duplicates": totals["duplicates"],
             "dead_letters": totals["dead"],

@@ -17,12 +17,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from core.store import Store, StoreError
 from schemas.sql import quote
 from schemas.topics import EXTENSION, Family
 from schemas.wire import parse_received_at
 from streams.recompute import arrangement_stats, clicks_by_rank
-from streams.sinks.raw_writer import RawWrite, RawWriter
+from streams.sinks.raw_writer import RawWriter
 
 DAY_S = 86400
 LOOKUP_MARGIN_S = 3600
@@ -77,6 +79,12 @@ class _RangedRawWriter(RawWriter):
 LOOKUP_CHUNK = 5000
 
 
+_RANGE_SQL = (
+    "SELECT toInt64(toUnixTimestamp(min(received_at))), toInt64(toUnixTimestamp(max(received_at))) "
+    "FROM {staging}"
+)
+
+
 def _time_range(events: list[dict[str, Any]]) -> tuple[int, int]:
     times = [int(parse_received_at(e["received_at"]).timestamp()) for e in events]
     return min(times) - LOOKUP_MARGIN_S, max(times) + LOOKUP_MARGIN_S + 1
@@ -86,40 +94,74 @@ def _in_range(lo: int, hi: int) -> str:
     return f"received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64({hi}, 3, 'UTC')"
 
 
+@dataclass(frozen=True)
+class ImportWrite:
+    """What storing one chunk of one family did, and the days it touched (extension)."""
+
+    inserted: int
+    duplicates: int
+    dead: int
+    spans: frozenset[Span] = frozenset()
+
+
 class BulkImporter:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.raw = _RangedRawWriter(store)
 
-    async def write(self, family: Family, events: list[dict[str, Any]], lines: list[bytes]) -> RawWrite:
-        """Store one chunk of one family's canonical rows, once per event id.
+    async def write(self, family: Family, body: bytes, count: int) -> ImportWrite:
+        """Store one chunk of one family's canonical rows (``count`` of them, as JSON lines
+        or one JSON array), once per event id.
 
         The chunk goes into a staging table in one insert, and ClickHouse copies over the
-        rows whose ids the raw table does not hold yet (in the chunk's time range): no ids
-        travel as SQL text, and the copy is native. A chunk ClickHouse refuses goes through
-        the stream's path instead, which keeps the rows it refuses in ``dead_letters``.
+        rows whose ids the raw table does not hold yet (in the chunk's time range, read
+        from the staging table): no ids travel as SQL text, and the copy is native. A chunk
+        ClickHouse refuses goes through the stream's path instead, which keeps the rows it
+        refuses in ``dead_letters``.
         """
-        if not events:
-            return RawWrite(0, 0, 0)
+        if not count:
+            return ImportWrite(0, 0, 0)
         staging = f"import_staging_{uuid.uuid4().hex}"
-        raw, where = family.raw_table, _in_range(*_time_range(events))
+        raw = family.raw_table
         await self.store.execute(f"CREATE TABLE {staging} AS {raw} ENGINE = Memory")
         try:
             try:
-                await self.store.insert_json_rows(staging, b"\n".join(lines))
+                await self.store.insert_json_rows(staging, body)
             except StoreError:
-                from streams.recompute.batch import DecodedBatch
-
-                return await self.raw.write(family, DecodedBatch(events=events, lines=lines))
-            new = (
-                f"SELECT * FROM {staging} WHERE event_id NOT IN "
+                return await self._row_by_row(family, body)
+            lo, hi = (await self.store.query(_RANGE_SQL.format(staging=staging))).rows[0]
+            where = _in_range(int(lo) - LOOKUP_MARGIN_S, int(hi) + LOOKUP_MARGIN_S + 1)
+            new = f"import_new_{uuid.uuid4().hex}"
+            await self.store.execute(
+                f"CREATE TABLE {new} ENGINE = Memory AS SELECT * FROM {staging} WHERE event_id NOT IN "
                 f"(SELECT event_id FROM {raw} WHERE {where}) LIMIT 1 BY event_id"
             )
-            inserted = int((await self.store.query(f"SELECT count() FROM ({new})")).rows[0][0])
-            await self.store.execute(f"INSERT INTO {raw} {new}")
+            try:
+                inserted = int((await self.store.query(f"SELECT count() FROM {new}")).rows[0][0])
+                await self.store.execute(f"INSERT INTO {raw} SELECT * FROM {new}")
+            finally:
+                await self.store.execute(f"DROP TABLE IF EXISTS {new}")
+            spans = await self._spans(family, staging)
         finally:
             await self.store.execute(f"DROP TABLE IF EXISTS {staging}")
-        return RawWrite(inserted=inserted, duplicates=len(events) - inserted, dead=0)
+        return ImportWrite(inserted, count - inserted, 0, spans)
+
+    async def _spans(self, family: Family, staging: str) -> frozenset[Span]:
+        if family is not EXTENSION:
+            return frozenset()
+        result = await self.store.query(
+            f"SELECT DISTINCT experiment_id, engine, toUInt32(toStartOfDay(received_at)) FROM {staging}"
+        )
+        return frozenset(Span(e, g, int(d)) for e, g, d in result.rows)
+
+    async def _row_by_row(self, family: Family, body: bytes) -> ImportWrite:
+        from streams.recompute.batch import DecodedBatch
+
+        values = orjson.loads(body) if body.startswith(b"[") else [orjson.loads(x) for x in body.split(b"\n")]
+        lines = [orjson.dumps(v) for v in values]
+        written = await self.raw.write(family, DecodedBatch(events=values, lines=lines))
+        spans = frozenset(spans_of(values)) if family is EXTENSION else frozenset()
+        return ImportWrite(written.inserted, written.duplicates, written.dead, spans)
 
     async def recompute_day(self, span: Span) -> None:
         """The minute aggregate and the per-install 10-second slices of one day."""

@@ -1,0 +1,164 @@
+"""Validate one chunk of an import (JSON lines) into rows ready to store (pure; runs in a
+worker process of ``POST /v1/import``).
+
+Every line is validated by the models of ``POST /v1/events`` and written from its model,
+so a stored row is exactly what was validated, with its ``received_at`` (the line's own,
+else its ``sent_at``, so importing a file twice gives the same rows).
+
+A chunk in which every line is a valid importable event (an export, the common case)
+is validated in one call into pydantic-core straight from the bytes and written back in
+one call, as one JSON array (ClickHouse's JSONEachRow reads arrays too): no Python dict
+per line and nothing per line to pickle back to the server. Any other chunk is walked
+line by line, to name each rejection with its line number and reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Annotated, Any, Union
+
+import orjson
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+)
+
+from ingest.validation import Rejection, validate_batch
+from schemas.event_types import BY_NAME, EVENT_TYPES, FAMILY_BY_TYPE
+from schemas.events import TIME_MAX, TIME_MIN, _in_time_range, _utc_text
+from schemas.wire import format_received_at
+from streams.bulk_import import IMPORTABLE_FAMILIES
+
+IMPORTABLE_TYPES = tuple(t.name for t in EVENT_TYPES if t.family.name in IMPORTABLE_FAMILIES)
+
+
+@dataclass
+class PreparedChunk:
+    """A chunk after validation: per family, its rows as one JSONEachRow body (JSON lines
+    or a JSON array) and how many; rejections by line number; how many lines it had."""
+
+    rows: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    rejected: list[Rejection] = field(default_factory=list)
+    lines: int = 0
+
+
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}")
+
+
+def _stamp(value: Any) -> str:
+    """A line's received_at in the wire form (``ValueError`` when it is not a timestamp
+    a ``DateTime64(3)`` column holds)."""
+    if not isinstance(value, str):
+        raise ValueError("received_at must be text")
+    moment = datetime.fromisoformat(value)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if not TIME_MIN <= moment <= TIME_MAX:
+        raise ValueError("received_at out of range")
+    if _STAMP.fullmatch(value):
+        return value  # already the wire form (an export of the raw tables)
+    return format_received_at(moment)
+
+
+def _text(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise ValueError("received_at must be text")
+    return value
+
+
+def _as_utc(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+ReceivedAt = Annotated[
+    datetime,
+    BeforeValidator(_text),
+    AfterValidator(_as_utc),
+    AfterValidator(_in_time_range),
+    PlainSerializer(_utc_text),
+]
+"""An imported line's received_at: text, UTC when it names no zone (the raw tables' export
+form), within ``DateTime64(3)``; written like every timestamp (ISO, milliseconds, Z)."""
+
+
+def _sent_at(data: dict[str, Any]) -> Any:
+    return data.get("sent_at")  # absent only when sent_at failed, and then the line fails
+
+
+def _with_received_at(model: type[BaseModel]) -> Any:
+    """``model`` plus an optional received_at (default: the event's sent_at)."""
+    fields = {"received_at": (ReceivedAt, Field(default_factory=_sent_at))}
+    return create_model(f"Imported{model.__name__}", __base__=model, **fields)  # type: ignore[call-overload]
+
+
+_IMPORTED: Any = Union[tuple(_with_received_at(BY_NAME[t].model) for t in IMPORTABLE_TYPES)]  # noqa: UP007
+_CHUNK: TypeAdapter[list[Any]] = TypeAdapter(list[Annotated[_IMPORTED, Field(discriminator="type")]])
+
+
+def _whole(lines: Sequence[bytes]) -> PreparedChunk | None:
+    """The chunk validated and written in one call each, or None when any line fails."""
+    try:
+        models = _CHUNK.validate_json(b"[" + b",".join(lines) + b"]")
+    except ValidationError:
+        return None
+    by_family: dict[str, list[Any]] = {}
+    for model in models:
+        by_family.setdefault(FAMILY_BY_TYPE[model.type].name, []).append(model)
+    rows = {name: (_CHUNK.dump_json(group), len(group)) for name, group in by_family.items()}
+    return PreparedChunk(rows=rows, lines=len(lines))
+
+
+def prepare_chunk(body: bytes) -> PreparedChunk:
+    """Parse, validate and serialise one chunk of JSON lines."""
+    lines = [line for line in body.split(b"\n") if line.strip()]
+    return _whole(lines) or _line_by_line(body)
+
+
+def _line_by_line(body: bytes) -> PreparedChunk:
+    out = PreparedChunk()
+    items: list[Any] = []
+    stamps: list[str | None] = []
+    numbers: list[int] = []
+    for n, line in enumerate(body.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        out.lines += 1
+        try:
+            item = orjson.loads(line)
+            stamp = item.pop("received_at", None) if isinstance(item, dict) else None
+            stamps.append(None if stamp is None else _stamp(stamp))
+        except orjson.JSONDecodeError:
+            out.rejected.append(Rejection(n, "malformed_json", None))
+            continue
+        except ValueError:
+            out.rejected.append(Rejection(n, "invalid_value", "received_at"))
+            continue
+        items.append(item)
+        numbers.append(n)
+    accepted, refused = validate_batch(items)
+    refused_at = {r.index: r for r in refused}
+    models = iter(accepted)
+    rows: dict[str, list[bytes]] = {}
+    for index, number in enumerate(numbers):
+        if index in refused_at:
+            out.rejected.append(Rejection(number, refused_at[index].reason, refused_at[index].field))
+            continue
+        model: Any = next(models)
+        family = FAMILY_BY_TYPE[model.type]
+        if family.name not in IMPORTABLE_FAMILIES:
+            out.rejected.append(Rejection(number, "not_importable", "type"))
+            continue
+        stamp = stamps[index] or format_received_at(model.sent_at)
+        line = model.model_dump_json().encode()[:-1] + b',"received_at":' + orjson.dumps(stamp) + b"}"
+        rows.setdefault(family.name, []).append(line)
+    out.rows = {name: (b"\n".join(lines), len(lines)) for name, lines in rows.items()}
+    out.rejected.sort(key=lambda r: r.index)
+    return out

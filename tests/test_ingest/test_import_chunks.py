@@ -1,0 +1,97 @@
+"""An import chunk gives the same rows whether it is validated whole or line by line."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import pytest
+
+from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from ingest.import_chunks import _line_by_line, _whole, prepare_chunk
+
+
+def events(n: int) -> list[dict[str, Any]]:
+    traffic = ExtensionTraffic(TrafficConfig(experiment_id="imp", seed=3, installs=20))
+    start = datetime(2026, 10, 1, 8, tzinfo=UTC)
+    out = []
+    for i, event in enumerate(itertools.islice(traffic.events(), n)):
+        moment = start + timedelta(seconds=37 * i, microseconds=123_456)
+        event["sent_at"] = moment.isoformat()
+        received = moment + timedelta(milliseconds=250)
+        if i % 3 == 1:  # the raw tables' export form (UTC, no zone)
+            event["received_at"] = received.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        elif i % 3 == 2:  # ISO with another zone
+            event["received_at"] = received.astimezone(UTC).replace(tzinfo=None).isoformat() + "+02:00"
+        out.append(event)
+    return out
+
+
+def stored(body: bytes) -> list[dict[str, Any]]:
+    """Rows as ClickHouse reads them: timestamps as instants."""
+    rows = orjson.loads(body) if body.startswith(b"[") else [orjson.loads(x) for x in body.split(b"\n")]
+    for row in rows:
+        for key in ("sent_at", "received_at"):
+            moment = datetime.fromisoformat(row[key])
+            row[key] = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return rows
+
+
+def test_whole_and_line_by_line_store_the_same_rows() -> None:
+    sent = events(300)
+    body = b"\n".join(orjson.dumps(e) for e in sent)
+    whole = _whole(body.split(b"\n"))
+    assert whole is not None and not whole.rejected and whole.lines == 300
+    slow = _line_by_line(body)
+    assert not slow.rejected and slow.lines == 300
+    assert whole.rows.keys() == slow.rows.keys() == {"extension"}
+    assert whole.rows["extension"][1] == slow.rows["extension"][1] == 300
+    fast_rows, slow_rows = stored(whole.rows["extension"][0]), stored(slow.rows["extension"][0])
+    assert fast_rows == slow_rows
+    by_id = {r["event_id"]: r for r in fast_rows}
+    for e in sent:  # received_at is the line's own, else its sent_at, to the millisecond
+        given = e.get("received_at") or e["sent_at"]
+        moment = datetime.fromisoformat(given)
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        expected = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+        assert by_id[e["event_id"]]["received_at"] == expected
+
+
+@pytest.mark.parametrize(
+    ("change", "reason", "field"),
+    [
+        ({"received_at": 1790000000}, "invalid_value", "received_at"),
+        ({"received_at": "2400-01-01 00:00:00.000"}, "invalid_value", "received_at"),
+        ({"query": "private words"}, "forbidden_field", "query"),
+        ({"type": "serp_snapshot"}, "missing_field", None),
+    ],
+)
+def test_a_bad_line_sends_the_chunk_line_by_line(
+    change: dict[str, Any], reason: str, field: str | None
+) -> None:
+    good = events(5)
+    lines = [orjson.dumps(e) for e in good]
+    lines[3] = orjson.dumps({**good[3], **change})
+    chunk = prepare_chunk(b"\n".join(lines))
+    assert chunk.lines == 5 and chunk.rows["extension"][1] == 4
+    (rejection,) = chunk.rejected
+    assert rejection.index == 4 and rejection.reason == reason
+    if field is not None:
+        assert rejection.field == field
+    assert b"private words" not in chunk.rows["extension"][0]
+
+
+def test_crawler_events_are_not_importable() -> None:
+    line = orjson.dumps(
+        {
+            "type": "crawl_started",
+            "schema_version": 1,
+            "event_id": "5b3c2a9e-0000-4000-8000-00000000000a",
+            "sent_at": "2026-10-01T08:00:00Z",
+        }
+    )
+    chunk = prepare_chunk(line)
+    assert chunk.rows == {} and chunk.lines == 1
+    assert [(r.index, r.reason) for r in chunk.rejected] in ([(1, "not_importable")], [(1, "missing_field")])
