@@ -9,8 +9,10 @@ from collections.abc import Awaitable, Callable
 import orjson
 from aiohttp import web
 
+from core.store import StoreUnavailable
 from ingest.app_state import METRICS
 from ingest.errors import problem
+from ingest.handlers import store_unavailable
 
 log = logging.getLogger(__name__)
 _KEPT_HEADERS = frozenset({"allow", "retry-after", "www-authenticate"})
@@ -37,6 +39,9 @@ async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
                 status=exc.status, body=orjson.dumps(body), content_type="application/json", headers=kept
             )
         raise
+    except StoreUnavailable as exc:  # a handler that did not catch it: still a 503, not a 500
+        status = 503
+        raise store_unavailable(request, exc) from None
     except Exception:
         # Log the failure without the request body: it may hold what we must not keep.
         log.exception("unhandled error on %s %s", request.method, request.path)

@@ -58,9 +58,24 @@ ROUTES = [
     ("GET", "/v1/board/alerts"),
     ("POST", "/v1/import"),
     ("POST", "/v1/import/recompute"),
+    ("POST", "/v1/reports/experiment"),
+    ("POST", "/v1/reports/timeline"),
+    ("GET", "/v1/openapi.json"),
 ]
 OTHER_PATHS = ["/", "/v1/event", "/v1/events/", "/v1/sql/x", "/v2/events", "/board/static/../../etc/passwd",
                "/v1/experiments/%00", "/v1/experiments/" + "x" * 300, "/v1/board/experiments/"]  # fmt: skip
+
+
+def test_the_fuzzed_routes_are_every_documented_route() -> None:
+    """A route added to the service (and so to its OpenAPI document) is fuzzed too."""
+    from ingest.openapi import OPERATIONS
+
+    def concrete(path: str) -> str:
+        return path.replace("{experiment_id}", "fuzz-exp").replace("{study_id}", "fuzz-study")
+
+    assert {(op.method, concrete(op.path)) for op in OPERATIONS} <= set(ROUTES)
+
+
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 TIMES = ["2026-11-01T00:00:00Z", "2026-11-01", "2026-11-01T00:00:00", "1969-12-31T23:59:59Z",
          "2300-01-01T00:00:00Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "", "now", "0",

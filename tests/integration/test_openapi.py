@@ -299,6 +299,8 @@ def test_unavailable_and_rate_limited_answers_match_the_document(
     span = {"spans": [{"experiment_id": "exp", "engine": "google", "day_start": 86400 * 20000}]}
     unavailable: list[tuple[str, str, dict[str, Any]]] = [
         ("POST", "/v1/sql", {"json": {"sql": "SELECT 1"}}),
+        ("POST", "/v1/experiments", {"json": experiment_body("exp")}),
+        ("GET", "/v1/experiments", {}),
         ("GET", "/v1/experiments/{experiment_id}", {"params": ours}),
         ("GET", "/v1/experiments/{experiment_id}/config", {"params": ours}),
         ("POST", "/v1/experiments/{experiment_id}/stop", {"params": ours}),
