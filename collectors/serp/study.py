@@ -16,6 +16,9 @@ Format (``collectors/serp/examples/study.toml`` is a complete example)::
     retry_backoff = "2s"       # optional: first pause between attempts (doubles)
     max_start_delay = "30s"    # optional: how late a slot may start (default 10% of spacing, at most 30 s)
     fetcher = "http"           # http (aiohttp) or browser (Playwright + Chromium; extra "browser")
+    consent = "reject"         # browser only: accept, reject or leave (default) a consent wall
+    skew_tolerance = "5s"      # optional: rounds whose profiles sent or loaded further apart are flagged
+                               # (default 10% of spacing, at most 5 s)
     url_params = { hl = "en" } # optional: extra parameters on every search URL
 
     [[queries]]                # run in this order, one per round, cycling
@@ -27,10 +30,12 @@ Format (``collectors/serp/examples/study.toml`` is a complete example)::
     role = "control"           # treatment | control | control_twin
     user_agent = "Mozilla/5.0 ..."
     language = "en-US"         # Accept-Language
-    proxy = "http://10.0.0.2:3128"   # optional (HTTP proxies)
+    proxy = "http://10.0.0.2:3128"   # optional: http://, https:// or socks5:// (user:pass@ allowed)
     cookies = { NID = "..." }  # optional: set for the engine's host before the first query
     cookies_file = "cookies/control.txt"  # optional: Netscape cookies.txt, e.g. an exported login
     clear_cookies = false      # true: forget cookies after every query (a "no cookies" profile)
+    viewport = "1366x768"      # optional, browser only: window size in CSS pixels
+    timezone = "America/New_York"  # optional, browser only: IANA time zone the pages see
 
     [[profiles]]
     id = "logged-in"
@@ -39,6 +44,9 @@ Format (``collectors/serp/examples/study.toml`` is a complete example)::
 
 Durations are seconds (a number) or a number with ms, s, m, h or d. Times are slots
 on a fixed grid from ``start`` (see ``schedule``): a slow round never delays the next.
+The control_twin must match the control in everything but its id and proxy (user agent,
+language, cookie clearing, viewport, time zone). A ``cookies_file`` is read when the
+study is loaded, so a malformed line stops it before anything runs (see ``cookies``).
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
+import zoneinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -58,13 +67,20 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from collectors.common.exceptions import CrawlConfigError
+from collectors.serp.consent import Action
+from collectors.serp.cookies import read_cookies
 from collectors.serp.engines import SERP_ENGINES
 
 ROUND_DIGITS = 4
+TWIN_FIELDS = ("user_agent", "language", "clear_cookies", "viewport", "timezone")
+"""What the control_twin must share with the control (its proxy differs: another address)."""
+LATER_PROFILE = ("viewport", "timezone")
+"""Profile settings added after studies were saved: in the fingerprint only when set."""
 MAX_ID = 64
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -105,6 +121,35 @@ class Profile(_Strict):
     cookies: dict[str, str] = {}
     cookies_file: Path | None = None
     clear_cookies: bool = False
+    viewport: Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{2,3}x[1-9][0-9]{2,3}$")] | None = None
+    """``WIDTHxHEIGHT`` in CSS pixels (browser fetcher)."""
+    timezone: str | None = None
+    """An IANA time zone such as ``Europe/Zurich`` (browser fetcher)."""
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                zoneinfo.ZoneInfo(value)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown time zone {value!r} (an IANA name, e.g. Europe/Zurich)") from None
+        return value
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^(https?|socks[45])://[^/\s]+/?$", value):
+            raise ValueError("proxy must look like http://host:port, https://... or socks5://host:port")
+        return value
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        """``viewport`` as (width, height)."""
+        if self.viewport is None:
+            return None
+        width, height = self.viewport.split("x")
+        return int(width), int(height)
 
     @model_validator(mode="after")
     def _treatment_matches_role(self) -> Profile:
@@ -129,6 +174,8 @@ class StudyHeader(_Strict):
     retry_backoff: Seconds = 2.0
     max_start_delay: Seconds | None = None
     fetcher: Literal["http", "browser"] = "http"
+    consent: Action = "leave"
+    skew_tolerance: Seconds | None = None
     url_params: dict[str, str] = {}
 
 
@@ -151,9 +198,13 @@ class Study(_Strict):
         if roles.count("control") != 1 or roles.count("control_twin") != 1:
             raise ValueError("a study needs exactly one profile with role control and one with control_twin")
         control, twin = self.profile("control"), self.profile("control_twin")
-        for name in ("user_agent", "language", "clear_cookies"):
+        for name in TWIN_FIELDS:
             if getattr(control, name) != getattr(twin, name):
                 raise ValueError(f"the control_twin must be configured like the control: {name} differs")
+        if s.consent != "leave" and s.fetcher != "browser":
+            raise ValueError(
+                f"consent = {s.consent!r} needs fetcher = 'browser' (an HTTP client presses no button)"
+            )
         if self.round_timeout >= s.spacing:
             raise ValueError("round_timeout must be shorter than spacing (a round ends before the next)")
         if s.period is not None and s.days is None:
@@ -196,6 +247,12 @@ class Study(_Strict):
         return s.round_timeout if s.round_timeout is not None else 0.8 * s.spacing
 
     @property
+    def skew_tolerance(self) -> float:
+        """Seconds the profiles of a round may send, or finish loading, apart before it is flagged."""
+        s = self.study
+        return s.skew_tolerance if s.skew_tolerance is not None else min(0.1 * s.spacing, 5.0)
+
+    @property
     def max_start_delay(self) -> float:
         s = self.study
         return s.max_start_delay if s.max_start_delay is not None else min(0.1 * s.spacing, 30.0)
@@ -203,10 +260,12 @@ class Study(_Strict):
     def fingerprint(self) -> str:
         """What changes the results: a saved study only resumes with the same fingerprint.
 
-        Cookies are left out (a login's cookies rotate); timeouts and retries may change.
+        Cookies are left out (a login's cookies rotate); timeouts, retries and the skew
+        tolerance may change. Settings added later count only when set, so a study saved
+        before them resumes.
         """
         s = self.study
-        doc = {
+        doc: dict[str, Any] = {
             "engine": s.engine,
             "spacing": s.spacing,
             "days": s.days,
@@ -216,10 +275,17 @@ class Study(_Strict):
             "url_params": s.url_params,
             "queries": [q.model_dump() for q in self.queries],
             "profiles": [
-                p.model_dump(mode="json", exclude={"cookies", "cookies_file"}) for p in self.profiles
+                p.model_dump(mode="json", exclude={"cookies", "cookies_file", *_unset(p, LATER_PROFILE)})
+                for p in self.profiles
             ],
         }
+        if s.consent != "leave":
+            doc["consent"] = s.consent
         return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def _unset(model: BaseModel, names: tuple[str, ...]) -> set[str]:
+    return {n for n in names if getattr(model, n) is None}
 
 
 def _format_errors(exc: ValidationError) -> str:
@@ -252,6 +318,11 @@ def parse_study(text: str, *, base_dir: Path | None = None, source: str = "study
     for p in study.profiles:
         if p.cookies_file is not None and not p.cookies_file.is_file():
             raise CrawlConfigError(f"{source}: profile {p.id}: no cookies file {p.cookies_file}")
+        if p.cookies_file is not None:
+            try:
+                read_cookies(p.cookies_file)
+            except CrawlConfigError as exc:
+                raise CrawlConfigError(f"{source}: profile {p.id}: {exc}") from None
     return study
 
 
