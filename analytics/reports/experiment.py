@@ -144,17 +144,22 @@ class ReportQuery:
             f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
         )
 
-    def per_install_keys_sql(self, seed: int, ranks: int = MAX_RANKS) -> str:
+    def per_install_keys_sql(self, seed: int, ranks: int = MAX_RANKS, elements: bool = False) -> str:
         """``per_install_sql`` with each install as its bootstrap key under ``seed`` (computed
         by ClickHouse) and clicks on c_1..c_ranks as columns c1.., for the columnar path
-        (``Store.query_arrow``; ``arrays_from_arrow`` reads it)."""
+        (``Store.query_arrow``; ``arrays_from_arrow`` reads it). With ``elements``, also
+        the clicks per element type as e1..e5 (``ELEMENTS`` order) and their total as
+        e_units, so Figure 3 and the element shares come from one pass."""
         if self.unit_mode not in UNIT_COLUMNS:
             raise ValueError(f"unit mode must be one of {sorted(UNIT_COLUMNS)}")
         unit = UNIT_COLUMNS[self.unit_mode]
-        clicks = ", ".join(f"toFloat64(sum(clicks[{i}])) AS c{i}" for i in range(1, ranks + 1))
+        columns = [f"toFloat64(sum(clicks[{i}])) AS c{i}" for i in range(1, ranks + 1)]
+        if elements:
+            columns.append(f"toFloat64({' + '.join(ELEMENT_SUMS)}) AS e_units")
+            columns += [f"toFloat64({expr}) AS e{i}" for i, expr in enumerate(ELEMENT_SUMS, start=1)]
         return (
             f"SELECT {install_key_sql('install_id', seed)} AS install_key, arm, "
-            f"toFloat64(sum({unit})) AS n_units, {clicks} "
+            f"toFloat64(sum({unit})) AS n_units, {', '.join(columns)} "
             f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
         )
 
@@ -164,17 +169,6 @@ class ReportQuery:
             "SELECT arm, sum(arraySum(clicks)) AS organic, sum(clicks_ad) AS ad, "
             "sum(clicks_box) AS shopping_box, sum(clicks_ssr) AS ssr, sum(clicks_other) AS other "
             f"FROM {self._source} WHERE {self._where()} GROUP BY arm ORDER BY arm"
-        )
-
-    def element_shares_per_install_sql(self, seed: int) -> str:
-        """Clicks per element type per (install, arm), as c1..c5 in ``ELEMENTS`` order with
-        their total as units: each share is then a ratio like CTR, with the same clustered
-        bootstrap (``figure3_arrays``)."""
-        columns = ", ".join(f"toFloat64({expr}) AS c{i}" for i, expr in enumerate(ELEMENT_SUMS, start=1))
-        return (
-            f"SELECT {install_key_sql('install_id', seed)} AS install_key, arm, "
-            f"toFloat64({' + '.join(ELEMENT_SUMS)}) AS n_units, {columns} "
-            f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
         )
 
     def drops_sql(self) -> str:
@@ -354,23 +348,38 @@ class ExperimentReport:
         return pp_lower_bound(self.figure3)
 
 
-def arrays_from_arrow(table: Any, ranks: int) -> PerInstallArrays:
+def arrays_from_arrow(table: Any, ranks: int, prefix: str = "c", units: str = "n_units") -> PerInstallArrays:
     """The columns of ``per_install_keys_sql`` / ``windows_keys_sql`` (an Arrow table) as
-    ``PerInstallArrays`` (clicks on c_1..c_ranks; positions the query lacks count zero)."""
+    ``PerInstallArrays`` (clicks on c_1..c_ranks; positions the query lacks count zero).
+    ``prefix`` and ``units`` pick another set of columns: ``"e"`` and ``"e_units"`` for the
+    clicks per element type."""
     import pyarrow.compute as pc
 
     arm = pc.dictionary_encode(table.column("arm")).combine_chunks()
     clicks = np.zeros((table.num_rows, ranks))
     for i in range(ranks):
-        if f"c{i + 1}" in table.column_names:
-            clicks[:, i] = table.column(f"c{i + 1}").to_numpy()
+        if f"{prefix}{i + 1}" in table.column_names:
+            clicks[:, i] = table.column(f"{prefix}{i + 1}").to_numpy()
     return PerInstallArrays(
         keys=table.column("install_key").to_numpy(),
         arm_codes=arm.indices.to_numpy(zero_copy_only=False).astype(np.int64),
         arm_names=arm.dictionary.to_pylist(),
-        units=table.column("n_units").to_numpy(),
+        units=table.column(units).to_numpy(),
         clicks=clicks,
     )
+
+
+def element_totals(arrays: PerInstallArrays) -> list[dict[str, Any]]:
+    """Clicks per element type and arm (the columns of ``element_shares_sql``), summed from
+    the per-install element columns."""
+    sums = np.zeros((len(arrays.arm_names), len(ELEMENTS)))
+    np.add.at(sums, arrays.arm_codes, arrays.clicks)
+    present = np.unique(arrays.arm_codes)
+    rows = [
+        {"arm": arrays.arm_names[a], **{k: int(v) for k, v in zip(ELEMENTS, sums[a], strict=True)}}
+        for a in present
+    ]
+    return sorted(rows, key=lambda r: r["arm"])
 
 
 async def run_experiment_report(
@@ -389,12 +398,10 @@ async def run_experiment_report(
     import asyncio
 
     box_query = replace(query, subset="box")
-    per_install, box, shares, drops, by_element = await asyncio.gather(
-        store.query_arrow(query.per_install_keys_sql(seed, ranks)),
+    per_install, box, drops = await asyncio.gather(
+        store.query_arrow(query.per_install_keys_sql(seed, ranks, elements=True)),
         store.query_arrow(box_query.per_install_keys_sql(seed, BOX_RANKS)),
-        store.query(query.element_shares_sql(), read_only=True),
         store.query(query.drops_sql(), read_only=True),
-        store.query_arrow(query.element_shares_per_install_sql(seed)),
     )
 
     weight_of: dict[int, float] | None = None
@@ -402,10 +409,10 @@ async def run_experiment_report(
     if targets:
         weight_of, reweighting = await install_weights(store, query.experiment_id, seed, targets)
 
-    def table(rows: Any, ranks: int, baseline: str, weighted: bool = True) -> list[ArmRow]:
+    def table(rows: Any, ranks: int, baseline: str, weighted: bool = True, prefix: str = "c") -> list[ArmRow]:
         if not rows.num_rows:
             return []
-        arrays = arrays_from_arrow(rows, ranks)
+        arrays = arrays_from_arrow(rows, ranks, prefix, "n_units" if prefix == "c" else f"{prefix}_units")
         if weighted and weight_of is not None:
             arrays = replace(
                 arrays, weights=np.fromiter((weight_of.get(k, 1.0) for k in arrays.keys.tolist()), float)
@@ -419,7 +426,12 @@ async def run_experiment_report(
         baseline=baseline,
         figure3=table(per_install, ranks, baseline),
         box=table(box, BOX_RANKS, BOX_BASELINE),
-        shares=with_share_intervals(element_share_rows(shares.dicts()), table(by_element, 5, baseline)),
+        shares=with_share_intervals(
+            element_share_rows(element_totals(arrays_from_arrow(per_install, 5, "e", "e_units")))
+            if per_install.num_rows
+            else [],
+            table(per_install, 5, baseline, prefix="e"),
+        ),
         drops=list(drops.dicts()),
         intervals=intervals,
         reweighting=reweighting,
