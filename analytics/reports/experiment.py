@@ -41,7 +41,9 @@ REPLICATES = 200
 """Bootstrap replicates (``figure3``'s default, the analyst views' ``range(200)``)."""
 STUDY_AGE_CAP = 7
 """``arrangement_install`` keeps days since install up to 7 (7 = seven or more)."""
-QUINTILE = re.compile(r"n_candidates_q([1-5])")
+QUINTILE = re.compile(r"(no_ads_no_box_)?n_candidates_q([1-5])")
+"""Quintiles of the "About N results" figure over the whole selection, or within the pages
+without ads or a box (the paper's Figure 6, right)."""
 SUBSETS = {
     "all": "1",
     "ads_or_box": "(ads_present = 1 OR box_present = 1)",
@@ -51,6 +53,12 @@ SUBSETS = {
     "ads_no_box": "(ads_present = 1 AND box_present = 0)",
     "no_ssr_c1_c2": "ssr_c1_c2 = 0",
 }
+
+
+def subset_names() -> list[str]:
+    """Every subset ``report experiment --subset`` and the analyst views take."""
+    quintiles = [f"{p}n_candidates_q{k}" for p in ("", "no_ads_no_box_") for k in range(1, 6)]
+    return [*SUBSETS, *quintiles]
 
 
 @dataclass(frozen=True)
@@ -120,19 +128,19 @@ class ReportQuery:
             return SUBSETS[self.subset]
         quintile = QUINTILE.fullmatch(self.subset)
         if not quintile:
-            choices = sorted(SUBSETS) + [f"n_candidates_q{k}" for k in range(1, 6)]
-            raise ValueError(f"unknown subset {self.subset!r}; choose from {choices}")
-        k = int(quintile.group(1))
+            raise ValueError(f"unknown subset {self.subset!r}; choose from {subset_names()}")
+        within = SUBSETS["no_ads_no_box"] if quintile.group(1) else "1"
+        k = int(quintile.group(2))
         # Boundaries from the units-weighted distribution of the bucketed "About N
         # results" figure in the same selection, so quintiles are at 0.1-decade resolution.
         bounds = (
             "(SELECT quantilesExactWeighted(0.2, 0.4, 0.6, 0.8)(n_candidates_bucket, units) "
             f"FROM {self._source} WHERE {self._where(preprocessing, subset=False)} "
-            "AND n_candidates_bucket >= 0)"
+            f"AND {within} AND n_candidates_bucket >= 0)"
         )
         lower = f"n_candidates_bucket > {bounds}[{k - 1}]" if k > 1 else "n_candidates_bucket >= 0"
         upper = f"n_candidates_bucket <= {bounds}[{k}]" if k < 5 else "1"
-        return f"({lower} AND {upper})"
+        return f"({within} AND {lower} AND {upper})"
 
     def per_install_sql(self) -> str:
         """Units and clicks per (install, arm) after preprocessing."""

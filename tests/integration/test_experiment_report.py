@@ -230,9 +230,21 @@ def test_n_candidates_quintiles_partition_the_units(service: Service) -> None:
     def units(subset: str) -> int:
         return sum(a["units"] for a in report_json(service, "quintiles", "--subset", subset)["arms"])
 
-    parts = [units(f"n_candidates_q{k}") for k in range(1, 6)]
-    assert sum(parts) == units("all")  # every unit in exactly one quintile
-    assert all(0.1 < p / sum(parts) < 0.3 for p in parts), parts
+    def view_units(subset: str) -> int:
+        rows = service.sql(
+            "SELECT sum(units) AS u FROM (SELECT DISTINCT arm, units FROM experiment_ctr("
+            f"experiment = 'quintiles', engine = 'google', subset = '{subset}', since = '2000-01-01', "
+            "until = '2100-01-01', burn_in_days = 4, seed = 0))"
+        )
+        return int(rows[0]["u"] or 0)
+
+    for prefix, whole in (("", "all"), ("no_ads_no_box_", "no_ads_no_box")):
+        parts = [units(f"{prefix}n_candidates_q{k}") for k in range(1, 6)]
+        assert sum(parts) == units(whole)  # every unit in exactly one quintile
+        assert all(0.1 < p / sum(parts) < 0.3 for p in parts), (prefix, parts)
+        # the analyst view draws the same boundaries (migration 0021)
+        assert [view_units(f"{prefix}n_candidates_q{k}") for k in range(1, 6)] == parts
+    assert units("no_ads_no_box") < units("all")
 
 
 def test_box_subset_distortions_figure5(service: Service) -> None:
