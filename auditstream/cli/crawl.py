@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import statistics
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from collectors.autocomplete.state import CrawlJournal, CrawlStore
     from collectors.common.sinks import EventSink
     from collectors.serp.crawler import RoundReport, StudySummary
+    from collectors.serp.fetchers import BrowserOptions
     from collectors.serp.study import Study
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,10 +56,14 @@ Url = Annotated[str, typer.Option(help="Base URL of ingest")]
 ApiKey = Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")]
 
 
+def _reflow(text: str) -> str:
+    """Join the lines of each paragraph: typer's help keeps single line breaks."""
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n"))
+
+
 def _reflowed(fn: F) -> F:
-    """Join the lines of each docstring paragraph: typer's help keeps single line breaks."""
-    paragraphs = inspect.cleandoc(fn.__doc__ or "").split("\n\n")
-    fn.__doc__ = "\n\n".join(" ".join(p.split()) for p in paragraphs)
+    """A command whose docstring is its help, reflowed."""
+    fn.__doc__ = _reflow(fn.__doc__ or "")
     return fn
 
 
@@ -440,9 +446,10 @@ def _reparse_serp(
 def _print_round(report: RoundReport) -> None:
     statuses = Counter(report.statuses.values())
     text = " ".join(f"{k}={v}" for k, v in sorted(statuses.items()))
-    colour = "" if set(statuses) == {"ok"} else "[yellow]"
+    colour = "" if set(statuses) == {"ok"} and not report.over_tolerance else "[yellow]"
+    loaded = f", loaded within {report.load_skew_ms:.0f} ms" if report.load_skew_ms is not None else ""
     console.print(
-        f"{colour}{report.round_id} {report.query!r}: skew {report.skew_ms:.0f} ms "
+        f"{colour}{report.round_id} {report.query!r}: skew {report.skew_ms:.0f} ms{loaded} "
         f"(launch {report.launch_skew_ms:.1f} ms, {report.late_ms:+.1f} ms after the slot) {text}"
     )
 
@@ -467,17 +474,94 @@ def _print_study(summary: StudySummary) -> None:
         f"rounds: {done} recorded, {len(summary.missed)} missed, {len(summary.undelivered)} undelivered "
         f"of {summary.total_rounds}; {skew} (max sent_at - min sent_at per round)"
     )
+    _print_pages(summary)
+    console.print("finished" if summary.finished else "not finished: run the same command to resume")
+
+
+def _print_pages(summary: StudySummary) -> None:
+    """Load skew, consent walls, blocks and unknown layouts: what the operator should know."""
+    if loads := summary.load_skews_ms:
+        console.print(
+            f"load skew median {statistics.median(loads):.0f} ms, max {max(loads):.0f} ms "
+            "(when each profile's page had finished loading)"
+        )
+    if late := summary.over_tolerance:
+        console.print(f"[yellow]{len(late)} rounds over the study's skew tolerance: {', '.join(late[:10])}")
+    for profile, outcomes in sorted(summary.consent().items()):
+        text = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
+        console.print(f"consent walls met by {profile}: {text}")
+    blocks = {p: c["captcha"] + c["blocked"] for p, c in summary.statuses().items()}
+    if blocks := {p: n for p, n in blocks.items() if n}:
+        console.print(
+            f"[yellow]CAPTCHA or block pages (not retried within their round): "
+            f"{', '.join(f'{p} {n}' for p, n in sorted(blocks.items()))}"
+        )
     if summary.unknown_layouts:
         console.print(
             f"[yellow]{summary.unknown_layouts} pages had a layout the SERP rules do not know "
             "(coverage below 0.8): their results may be incomplete. Fix collectors/serp/rules/ "
             "and re-parse the archived pages with `auditstream crawl reparse`."
         )
-    console.print("finished" if summary.finished else "not finished: run the same command to resume")
 
 
-@app.command()
-@_reflowed
+SERP_HELP = """Run a personalization study: every profile sends the same query at the same moment.
+
+The study file declares the engine, the queries (run in order, one per round,
+spaced by `spacing`, default 11 minutes), the profiles (one control, one
+control_twin configured identically to measure noise, and treatments such as
+logged_in or location=Boston, each with its own cookies, User-Agent, language and
+proxy) and how long to run (days and/or rounds). Its format is documented in
+collectors/serp/study.py; collectors/serp/examples/study.toml is an example.
+
+Rounds sit on a fixed clock grid from the study's start: a slow profile fails
+alone at the round deadline and never shifts the others or the next round. Each
+round emits one serp_snapshot per profile with a shared round_id; sent_at is the
+profile's request start, so max - min sent_at per round is the lock-step skew,
+printed per round with the load skew (max - min of when each page had finished
+loading) and summarized at the end; rounds over the study's skew_tolerance are
+flagged. Pages are archived for `auditstream crawl reparse --study ID`.
+
+Browser: with fetcher = "browser" in the study (pip install 'auditstream\\[browser]'),
+each profile is a persistent Chromium profile under STATE_DIR/STUDY/browser/PROFILE
+(cookies, user agent, language, viewport, time zone, proxy), kept between rounds and
+runs. It drives /usr/bin/chromium (apt-get install chromium; nothing is downloaded);
+--chromium or AUDITSTREAM_CHROMIUM names another Chromium. The page is archived as
+rendered (after its scripts ran). A consent wall is accepted, rejected or left as
+the study's consent says; CAPTCHA and block pages are found in the rendered page,
+counted, and not asked again within their round. The end of the run says how many.
+
+Logged-in profiles: sign in to the account in an ordinary browser (a fresh browser
+profile per account, best through the proxy the study profile will use), export
+its cookies as a Netscape cookies.txt (with a cookies.txt export extension),
+save it next to the study and set cookies_file = "cookies/NAME.txt" in the profile.
+The file is checked when the study loads (a bad line is named, values are never
+shown) and imported once, when the profile first runs; from then on the profile
+keeps the cookies the engine rotates. The file is the account's login: keep it
+private (chmod 600).
+
+Proxies: proxy = "http://host:port" per profile (also https:// and socks5://;
+"http://user:password@host:port" for a proxy with a login). Give the control and
+its twin different addresses in the same subnet, as Hannak et al. did, and check a
+profile's exit address before the study. --chromium-arg passes a switch to Chromium,
+e.g. --chromium-arg="--host-resolver-rules=MAP www.google.com 142.250.1.1" pins the
+engine to one address (the paper's static DNS entry).
+
+Killed or interrupted, the study resumes when the same command runs again: done
+rounds are skipped, a round cut off mid-way or whose slot has passed is recorded
+as missed, and the crawl continues at the next slot. Re-sent rounds keep their
+event ids, so ingest stores each snapshot once.
+"""
+ChromiumOpt = Annotated[
+    str,
+    typer.Option(envvar="AUDITSTREAM_CHROMIUM", help="Chromium for fetcher = 'browser' (no download)"),
+]
+ChromiumArgOpt = Annotated[
+    list[str] | None,
+    typer.Option("--chromium-arg", help="Extra Chromium command-line switch (repeatable)"),
+]
+
+
+@app.command(help=_reflow(SERP_HELP))
 def serp(
     study: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="The study file (TOML)")],
     out: OutOpt = None,
@@ -490,36 +574,18 @@ def serp(
     check: Annotated[
         bool, typer.Option("--check", help="Validate the study and show its first slots; fetch nothing")
     ] = False,
-    chromium: Annotated[str, typer.Option(help="Chromium for fetcher = 'browser'")] = "/usr/bin/chromium",
+    chromium: ChromiumOpt = "/usr/bin/chromium",
+    chromium_arg: ChromiumArgOpt = None,
     data_dir: DataDir = None,
     state_dir: StateDir = None,
     archive_dir: ArchiveDir = None,
     metrics_port: MetricsPortOpt = 0,
     log_level: LogLevelOpt = "WARNING",
 ) -> None:
-    """Run a personalization study: every profile sends the same query at the same moment.
-
-    The study file declares the engine, the queries (run in order, one per round,
-    spaced by `spacing`, default 11 minutes), the profiles (one control, one
-    control_twin configured identically to measure noise, and treatments such as
-    logged_in or location=Boston, each with its own cookies, User-Agent, language and
-    proxy) and how long to run (days and/or rounds). Its format is documented in
-    collectors/serp/study.py; collectors/serp/examples/study.toml is an example.
-
-    Rounds sit on a fixed clock grid from the study's start: a slow profile fails
-    alone at the round deadline and never shifts the others or the next round. Each
-    round emits one serp_snapshot per profile with a shared round_id; sent_at is the
-    profile's request start, so max - min sent_at per round is the lock-step skew
-    (printed per round and in the summary). Pages are archived for `auditstream crawl
-    reparse --study ID`.
-
-    Killed or interrupted, the study resumes when the same command runs again: done
-    rounds are skipped, a round cut off mid-way or whose slot has passed is recorded
-    as missed, and the crawl continues at the next slot. Re-sent rounds keep their
-    event ids, so ingest stores each snapshot once.
-    """
+    """Run a personalization study (the help is ``SERP_HELP``)."""
     from collectors.common.endpoints import parse_pairs
     from collectors.common.exceptions import CrawlError
+    from collectors.serp.fetchers import BrowserOptions
     from collectors.serp.study import load_study
 
     try:
@@ -533,14 +599,14 @@ def serp(
     if check:
         _print_study_plan(spec)
         return
-    work = _run_study(
-        spec, states, archive, _sink(out, url, api_key), endpoints.get(spec.study.engine), chromium
-    )
+    browser = BrowserOptions(chromium, tuple(chromium_arg or ()))
+    sink, engine_url = _sink(out, url, api_key), endpoints.get(spec.study.engine)
+    work = _run_study(spec, states, archive, sink, engine_url, browser)
     _print_study(_run_interruptible(work, lambda: f": run the same command to resume study {spec.id}"))
 
 
 async def _run_study(
-    spec: Study, states: Path, archive: Path, sink: EventSink, endpoint: str | None, chromium: str
+    spec: Study, states: Path, archive: Path, sink: EventSink, endpoint: str | None, browser: BrowserOptions
 ) -> StudySummary:
     from collectors.serp.runner import crawl_study
 
@@ -551,8 +617,8 @@ async def _run_study(
             archive_dir=archive,
             sink=sink,
             endpoint=endpoint,
-            chromium=chromium,
-            notify=lambda m: console.print(f"[yellow]{m}"),
+            browser=browser,
+            notify=lambda m: console.print(f"[yellow]{escape(m)}"),
             on_round=_print_round,
             on_open=_print_opened,
         )

@@ -11,9 +11,13 @@ pure to I/O:
 - ``engines``: search URL per engine, endpoint overrides.
 - ``study``: the study file (TOML), validated; its format is in that module's docstring.
 - ``schedule``: the grid of round slots.
-- ``fetchers``: per-profile HTTP (aiohttp) and browser (Playwright) fetchers.
+- ``cookies``: a logged-in profile's ``cookies.txt`` export, read and checked.
+- ``consent``: the consent buttons per engine and what a study does about a wall.
+- ``page``: what a fetcher returns; ``fetchers``: per-profile HTTP (aiohttp) fetchers
+  and the opening of a study's fetchers; ``browser``: the browser fetcher (a persistent
+  Chromium profile per study profile, driven by Playwright).
 - ``events``: schema-validated snapshots with deterministic ids.
-- ``state``: per-study journal (resume) and cookie jars.
+- ``state``: per-study journal (resume), cookie jars and browser profiles.
 - ``crawler``: the lock-step rounds; ``reparse``: rebuild events from the archive.
 
 Shared with the autocomplete collector (``collectors.common``): archive, journal,

@@ -9,10 +9,16 @@ Round ``k`` has a slot ``T_k`` on the study's grid (``schedule``) and a deadline
    allows; the deadline cuts every attempt, so a slow profile fails alone and late;
 3. answers are archived and parsed, and the whole round is journaled as one ``round``
    record with its skew (``max(sent_at) - min(sent_at)``, the figure the stream side
-   recomputes from the events), ``launch_skew_ms`` (first attempts, monotonic clock)
-   and ``late_ms`` (first launch after the slot), and each profile's ``planned_at``:
-   when the crawler meant to send the recorded attempt (the slot for a first attempt,
-   the previous answer plus the backoff for a retry);
+   recomputes from the events), ``load_skew_ms`` (``max - min`` of ``answered_at``, when
+   each page had finished loading: the body read, or for a browser the load event and
+   any consent wall dealt with; over the profiles that got a page), ``launch_skew_ms``
+   (first attempts, monotonic clock) and ``late_ms`` (first launch after the slot),
+   ``over_tolerance`` (either skew above the study's ``skew_tolerance``), and each
+   profile's ``planned_at``: when the crawler meant to send the recorded attempt (the
+   slot for a first attempt, the previous answer plus the backoff for a retry), its
+   ``fetcher`` and ``consent`` (what happened with a consent wall, ``collectors.serp.consent``);
+   a CAPTCHA or block page, found in the page as rendered, is never retried in its
+   round (asking again within seconds only deepens a block), whatever its HTTP status;
 4. the round's events go to the sink in one batch, then ``emitted`` is journaled.
 
 Punctuality is a property of the schedule: every first attempt of a round is planned
@@ -51,7 +57,7 @@ from collectors.common.politeness import Backoff
 from collectors.common.sinks import EventSink
 from collectors.serp.engines import SerpEngine
 from collectors.serp.events import round_events
-from collectors.serp.fetchers import Fetcher
+from collectors.serp.page import Fetched, Fetcher
 from collectors.serp.parser import ParsedSerp, parse_serp
 from collectors.serp.schedule import Grid
 from collectors.serp.state import StudyJournal
@@ -94,6 +100,12 @@ class RoundReport:
     statuses: dict[str, str]
     unknown_layouts: int = 0
     """Profiles whose page had a layout the rules do not know (coverage below KNOWN_LAYOUT)."""
+    load_skew_ms: float | None = None
+    """``max - min`` of when the profiles' pages finished loading (None: fewer than two pages,
+    or a journal written before the figure existed)."""
+    over_tolerance: bool = False
+    consent: dict[str, str] = field(default_factory=dict)
+    """Profile -> what happened with a consent wall, for the profiles that met one."""
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> RoundReport:
@@ -111,6 +123,9 @@ class RoundReport:
                 for p in record["profiles"]
                 if p.get("coverage") is not None and p["coverage"] < KNOWN_LAYOUT
             ),
+            record.get("load_skew_ms"),
+            bool(record.get("over_tolerance")),
+            {p["profile_id"]: p["consent"] for p in record["profiles"] if p.get("consent")},
         )
 
 
@@ -135,6 +150,23 @@ class StudySummary:
     @property
     def median_skew_ms(self) -> float | None:
         return statistics.median(r.skew_ms for r in self.rounds) if self.rounds else None
+
+    @property
+    def load_skews_ms(self) -> list[float]:
+        return [r.load_skew_ms for r in self.rounds if r.load_skew_ms is not None]
+
+    @property
+    def over_tolerance(self) -> list[str]:
+        """Rounds whose profiles sent or loaded further apart than the study's skew tolerance."""
+        return [r.round_id for r in self.rounds if r.over_tolerance]
+
+    def consent(self) -> dict[str, Counter[str]]:
+        """Profile -> consent walls met, by what happened (accepted, rejected, left, failed)."""
+        out: dict[str, Counter[str]] = {}
+        for r in self.rounds:
+            for profile, outcome in r.consent.items():
+                out.setdefault(profile, Counter())[outcome] += 1
+        return out
 
     def statuses(self) -> dict[str, Counter[str]]:
         out: dict[str, Counter[str]] = {}
@@ -242,8 +274,11 @@ class _Run:
             *(self._record(p, a, query.text, k) for p, a in zip(self.study.profiles, attempts, strict=True))
         )
         starts = [datetime.fromisoformat(p["sent_at"]).timestamp() for p in profiles]
+        loads = [a.raw.fetched_at.timestamp() for a in attempts if a.raw.http_status]
         firsts = [a.first_mono for a in attempts]
         planned = [a.planned for a in attempts]
+        skew_ms = round((max(starts) - min(starts)) * 1000, 3)
+        load_skew_ms = round((max(loads) - min(loads)) * 1000, 3) if len(loads) > 1 else None
         record = {
             "kind": "round",
             "round": k,
@@ -253,7 +288,9 @@ class _Run:
             "query": query.text,
             "category": query.category,
             "slot": _iso_ms(slot),
-            "skew_ms": round((max(starts) - min(starts)) * 1000, 3),
+            "skew_ms": skew_ms,
+            "load_skew_ms": load_skew_ms,
+            "over_tolerance": max(skew_ms, load_skew_ms or 0.0) > self.study.skew_tolerance * 1000,
             "planned_skew_ms": round((max(planned) - min(planned)) * 1000, 3),
             "launch_skew_ms": round((max(firsts) - min(firsts)) * 1000, 3),
             "late_ms": round((min(a.first_wall for a in attempts) - slot) * 1000, 3),
@@ -264,10 +301,23 @@ class _Run:
         report = RoundReport.of(record)
         if self.on_round is not None:
             self.on_round(report)
+        self._tell(report)
+        await self.deliver()
+
+    def _tell(self, report: RoundReport) -> None:
+        """What the operator should hear about a round: failures, consent walls, a wide skew."""
         failed = {p: s for p, s in report.statuses.items() if s in FAILED}
         if failed:
             self.notify(f"round {report.round_id}: {failed}")
-        await self.deliver()
+        if report.consent:
+            walls = ", ".join(f"{p} {outcome}" for p, outcome in sorted(report.consent.items()))
+            self.notify(f"round {report.round_id}: consent wall ({self.study.study.consent}): {walls}")
+        if report.over_tolerance:
+            self.notify(
+                f"round {report.round_id}: profiles sent {report.skew_ms:.0f} ms and finished loading "
+                f"{report.load_skew_ms or 0:.0f} ms apart, over the study's skew tolerance "
+                f"({self.study.skew_tolerance * 1000:.0f} ms)"
+            )
 
     async def _fetch(self, profile: Profile, url: str, deadline: float, slot: float) -> _Attempt:
         """Fetch with retries; the first attempt is planned for ``slot``, a retry for the
@@ -286,6 +336,9 @@ class _Run:
             attempts += 1
             if not retryable(raw.http_status) or attempts > self.study.study.retries:
                 break
+            block: bool = await asyncio.to_thread(self._block_page, raw)
+            if block:
+                break
             pause = self.backoff.delay(attempts - 1, raw.retry_after)
             if loop.time() + pause >= deadline:
                 break
@@ -296,9 +349,17 @@ class _Run:
             await asyncio.sleep(pause)
         return _Attempt(raw, started, planned, first_wall, first_mono, attempts)
 
+    def _block_page(self, raw: RawResponse) -> bool:
+        """A CAPTCHA page (e.g. behind a 503): not to be asked again in this round."""
+        if not raw.body:
+            return False
+        return parse_serp(self.engine.name, raw.body, http_status=raw.http_status).status == "captcha"
+
     async def _record(self, profile: Profile, attempt: _Attempt, query: str, k: int) -> dict[str, Any]:
         """Archive and parse one profile's answer: its part of the round record."""
         raw = attempt.raw
+        fetcher = self.study.study.fetcher
+        consent = raw.consent if isinstance(raw, Fetched) else ""
         raw_ref = ""
         if raw.http_status:
             meta = {
@@ -311,6 +372,8 @@ class _Run:
                 "fetched_at": raw.fetched_at.isoformat(),
                 "content_type": raw.content_type,
                 "charset": raw.charset,
+                "fetcher": fetcher,  # browser: the HTML as rendered, after the page's scripts ran
+                "consent": consent,
             }
             raw_ref = await asyncio.to_thread(self.archive.put, raw.body, meta)
             parsed = await asyncio.to_thread(
@@ -346,6 +409,8 @@ class _Run:
             "sent_at": _iso_ms(attempt.started),
             "planned_at": _iso_ms(attempt.planned),
             "answered_at": raw.fetched_at.isoformat(timespec="milliseconds"),
+            "fetcher": fetcher,
+            "consent": consent,
             "raw_ref": raw_ref,
             "result_estimate": parsed.result_estimate,
             "language": parsed.language,

@@ -6,6 +6,7 @@ command does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +15,7 @@ from collectors.common.archive import Archive
 from collectors.common.sinks import EventSink
 from collectors.serp.crawler import RoundReport, StudySummary, run_study, summarize
 from collectors.serp.engines import SERP_ENGINES
-from collectors.serp.fetchers import CHROMIUM, open_fetchers
+from collectors.serp.fetchers import BrowserOptions, open_fetchers
 from collectors.serp.state import StudyStore
 from collectors.serp.study import Study
 
@@ -26,23 +27,32 @@ async def crawl_study(
     archive_dir: Path,
     sink: EventSink,
     endpoint: str | None = None,
-    chromium: str = CHROMIUM,
+    browser: BrowserOptions | None = None,
     notify: Callable[[str], None] | None = None,
     on_round: Callable[[RoundReport], None] | None = None,
     on_open: Callable[[StudySummary], None] | None = None,
 ) -> StudySummary:
-    """Run or resume ``study``; ``endpoint`` replaces the engine's origin (a local fake)."""
+    """Run or resume ``study``; ``endpoint`` replaces the engine's origin (a local fake),
+    ``browser`` says how to run Chromium for a browser study.
+
+    A new study without a ``start`` begins its grid once every profile's fetcher is up
+    (browsers take seconds to launch), so round 0 is not missed waiting for them.
+    """
     engine = SERP_ENGINES[study.study.engine].with_endpoint(endpoint)
     with StudyStore(state_dir).open(study, datetime.now(UTC)) as journal:
         if on_open is not None:
             on_open(summarize(journal, study.total_rounds))
+        if journal.finished_at is not None:  # nothing to fetch: no browsers to launch
+            return summarize(journal, study.total_rounds)
         async with open_fetchers(
             study,
             engine.search_url,
             cookie_dir=journal.directory / "cookies",
             browser_dir=journal.directory / "browser",
-            chromium=chromium,
+            browser=browser,
         ) as fetchers:
+            if study.study.start is None and not journal.records:
+                await asyncio.to_thread(journal.start_grid, datetime.now(UTC))
             return await run_study(
                 journal,
                 study,

@@ -8,7 +8,9 @@ One directory per study under the state dir:
   ``round_started`` (fetches launched), ``round`` (every profile's answer: the whole
   round, from which its events are built), ``emitted`` (its events are durable in the
   sink) and ``missed`` (its slot passed: the crawler was down or interrupted);
-- ``cookies/<profile>.pickle``: each HTTP profile's cookie jar, kept across restarts.
+- ``cookies/<profile>.pickle``: each HTTP profile's cookie jar, kept across restarts;
+- ``browser/<profile>/``: each browser profile's Chromium user-data directory (cookies,
+  storage, cache), kept across restarts (``collectors.serp.browser``).
 
 A round is emitted only from its ``round`` record, in one batch, so a partial round
 is never emitted; a ``round`` without ``emitted`` is re-sent on resume with the same
@@ -47,6 +49,14 @@ class StudyJournal(Journal):
     def finished_at(self) -> str | None:
         return self.doc.get("finished_at")
 
+    def start_grid(self, now: datetime) -> None:
+        """Move a new study's first slot to just after ``now`` (its fetchers took a while to
+        start: launching browsers takes seconds). Only before anything was journaled."""
+        if self.records:
+            raise CrawlStateError(f"study {self.study_id} has journaled rounds: its grid is fixed")
+        self.doc = {**self.doc, "start": _first_slot(now).isoformat()}
+        write_atomic(self.directory / "study.json", _dump(self.doc))
+
     def finish(self) -> None:
         self.doc = {**self.doc, "finished_at": datetime.now(UTC).isoformat()}
         write_atomic(self.directory / "study.json", _dump(self.doc))
@@ -62,6 +72,11 @@ class StudyJournal(Journal):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _first_slot(now: datetime) -> datetime:
+    """A whole second just after ``now``: time to journal and prepare round 0."""
+    return (now + timedelta(seconds=1.5)).replace(microsecond=0).astimezone(UTC)
 
 
 def _dump(doc: dict[str, Any]) -> bytes:
@@ -105,11 +120,11 @@ class StudyStore:
                     f"study {study.id} started at {doc['start']}, the file now says {given}"
                 )
         else:
-            start = study.study.start or (now + timedelta(seconds=1.5)).replace(microsecond=0)
+            start = study.study.start.astimezone(UTC) if study.study.start else _first_slot(now)
             doc = {
                 "study": study.model_dump(mode="json"),
                 "fingerprint": study.fingerprint(),
-                "start": start.astimezone(UTC).isoformat(),
+                "start": start.isoformat(),
                 "created_at": now.isoformat(),
                 "finished_at": None,
             }

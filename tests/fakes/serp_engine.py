@@ -29,16 +29,28 @@ one). Randomness is seeded by (seed, profile, query, round): a retried request i
 round gets the same page. Every served page is logged in ``served`` (the exact truth).
 
 On demand (:meth:`FakeSerpEngine.fail`): a 503, a 429 CAPTCHA page (Google's
-/sorry/ page) or a slow answer for a profile's next requests; ``delays`` slows every
-answer to a profile. ``POST /v1/events`` behaves like ingest, to test posting.
+/sorry/ page; ``CAPTCHA_503``: the same behind a 503), a CAPTCHA page that only its
+script draws (``RENDERED_CAPTCHA``: a 200 whose HTML holds no sign of a CAPTCHA until
+the script ran, so only a browser sees it) or a slow answer for a profile's next
+requests; ``delays`` slows every answer to a profile. Profiles in ``walled`` get a
+consent wall (modeled on "Before you continue to Google") instead of results until
+they carry a ``SOCS`` cookie, set by pressing Accept all or Reject all (a form posted
+to ``/save``, which redirects back to the search); each decision is logged in
+``consents``. ``POST /v1/events`` behaves like ingest, to test posting.
+
+:func:`tls_engine` serves it on TLS under the engines' own host names (a ``trustme``
+certificate for www.google.com and www.bing.com), for a browser told to resolve them
+to 127.0.0.1 (:func:`host_rules`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import html
 import random
+import ssl
 import time
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
@@ -46,13 +58,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote_plus
 
+import trustme
 from aiohttp import web
 
 from tests.fakes.threaded import ThreadedFake
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "serp"
 CAPTCHA = "captcha"
+CAPTCHA_503 = "captcha-503"
+RENDERED_CAPTCHA = "rendered-captcha"
 SLOW = "slow"
+HOSTS = ("www.google.com", "www.bing.com")
 POOL = 3
 """Base pool size per query, as a multiple of ``base_results``."""
 
@@ -111,6 +127,13 @@ class FakeEngineScript:
         return int((arrival - start) / spacing + 0.2) if arrival >= start - 0.2 * spacing else -1
 
 
+SEEN = """<script>document.documentElement.dataset.seen = [
+  Intl.DateTimeFormat().resolvedOptions().timeZone, innerWidth + 'x' + innerHeight, navigator.language
+].join(' ');</script>"""
+"""Writes what the page saw of the browser (time zone, viewport, language) into ``<html data-seen>``:
+a page archived after its scripts ran carries it, the HTML as served does not."""
+
+
 def render_page(query: str, organic: Sequence[str], *, estimate: int = 123_000_000) -> str:
     """A Google result page: fixed ads and boxes around ``organic`` (in page order)."""
     q, slug = html.escape(query), quote_plus(query)
@@ -164,7 +187,7 @@ def render_page(query: str, organic: Sequence[str], *, estimate: int = 123_000_0
 </div>
 <div id="rhs"><div class="kp-wholepage"><div data-attrid="title" role="heading">{q}</div>
 <div class="kno-rdesc"><a href="https://encyclopedia.example/{slug}">Encyclopedia</a></div></div></div>
-</div></div></div></body></html>"""
+</div></div></div>{SEEN}</body></html>"""
 
 
 @dataclass(frozen=True)
@@ -178,6 +201,7 @@ class Hit:
     cookies: Mapping[str, str]
     user_agent: str
     accept_language: str
+    host: str = ""
 
 
 @dataclass(frozen=True)
@@ -205,6 +229,9 @@ class FakeSerpEngine(ThreadedFake):
         self.delays: dict[str, float] = {}
         """Seconds every answer to a profile waits (a slow profile)."""
         self.slow_s = 2.0
+        self.walled: set[str] = set()
+        """Profiles shown the consent wall until they carry a SOCS cookie."""
+        self._consents: list[tuple[str, str]] = []
 
     # --- scripting and observation (any thread) -----------------------------------------
 
@@ -222,6 +249,12 @@ class FakeSerpEngine(ThreadedFake):
     def served(self) -> list[Served]:
         with self._lock:
             return list(self._served)
+
+    @property
+    def consents(self) -> list[tuple[str, str]]:
+        """(profile, "accept" or "reject") per press of a consent button."""
+        with self._lock:
+            return list(self._consents)
 
     # --- serving --------------------------------------------------------------------------
 
@@ -241,16 +274,22 @@ class FakeSerpEngine(ThreadedFake):
                     dict(request.cookies),
                     request.headers.get("User-Agent", ""),
                     request.headers.get("Accept-Language", ""),
+                    request.host,
                 )
             )
             delay = self.delays.get(profile, 0.0)
+            walled = profile in self.walled and "SOCS" not in request.cookies
         if answer == SLOW:
             delay, answer = max(delay, self.slow_s), 200
         if delay:
             await asyncio.sleep(delay)
-        if answer == CAPTCHA:
+        if answer in (CAPTCHA, CAPTCHA_503):
             page = (FIXTURES / "google_sorry.html").read_text()
-            return web.Response(text=page, status=429, content_type="text/html")
+            return web.Response(text=page, status=429 if answer == CAPTCHA else 503, content_type="text/html")
+        if answer == RENDERED_CAPTCHA:
+            return web.Response(text=rendered_captcha_page(), content_type="text/html")
+        if walled and answer == 200:
+            return web.Response(text=consent_page(request.path_qs), content_type="text/html")
         if answer != 200:
             assert isinstance(answer, int)
             return web.Response(status=answer, text="Service Unavailable", headers={"Retry-After": "0"})
@@ -266,5 +305,75 @@ class FakeSerpEngine(ThreadedFake):
             response.set_cookie("NID", hashlib.sha1(f"{profile}".encode()).hexdigest()[:16], path="/")
         return response
 
+    async def _save(self, request: web.Request) -> web.Response:
+        """A consent button: remember the choice in SOCS, go back to the search."""
+        form = await request.post()
+        target = str(form.get("continue", "/"))
+        if not target.startswith("/search"):
+            return web.Response(status=400, text="bad continue")
+        choice = "reject" if form.get("set_eom") == "true" else "accept"
+        with self._lock:
+            self._consents.append((request.cookies.get("profile", "anonymous"), choice))
+        response = web.Response(status=303, headers={"Location": target})
+        response.set_cookie("SOCS", f"CAE{choice}", path="/", max_age=13 * 30 * 86400)
+        return response
+
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/search", self._search)
+        app.router.add_post("/save", self._save)
+
+
+def consent_page(continue_to: str) -> str:
+    """Google's consent wall in front of the results (no result page, two buttons)."""
+    back = html.escape(continue_to)
+
+    def form(eom: str, button: str, label: str) -> str:
+        return (
+            f'<form method="post" action="/save"><input type="hidden" name="continue" value="{back}">'
+            f'<input type="hidden" name="set_eom" value="{eom}">'
+            f'<button id="{button}" type="submit">{label}</button></form>'
+        )
+
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="UTF-8"><title>Before you continue to Google</title></head>
+<body><div role="dialog" aria-label="Before you continue to Google">
+<h1>Before you continue to Google</h1><p>We use cookies and data to deliver and maintain services.</p>
+{form("true", "W0wltc", "Reject all")}{form("false", "L2AGLb", "Accept all")}
+</div></body></html>"""
+
+
+def rendered_captcha_page() -> str:
+    """A CAPTCHA that only its script draws: the HTML as served has no sign of one."""
+    drawn = (
+        '<form id="captcha-form" action="/sorry/index"><p>Our systems have detected unusual traffic '
+        "from your computer network.</p></form>"
+    )
+    encoded = base64.b64encode(drawn.encode()).decode()
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="UTF-8"><title>One moment</title></head>'
+        '<body><div id="app">Loading</div><script>'
+        f'document.getElementById("app").innerHTML = atob("{encoded}");</script></body></html>'
+    )
+
+
+def tls_context(hosts: Sequence[str] = HOSTS) -> ssl.SSLContext:
+    """A server context with a certificate for ``hosts`` from a throw-away CA (Chromium is told
+    to accept it: ``--ignore-certificate-errors``)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    trustme.CA().issue_cert(*hosts).configure_cert(context)
+    return context
+
+
+def tls_engine(script: FakeEngineScript | None = None) -> FakeSerpEngine:
+    """The fake engine on TLS, to be reached as https://www.google.com/ through ``host_rules``."""
+    engine = FakeSerpEngine(script)
+    engine.ssl_context = tls_context()
+    return engine
+
+
+def host_rules(port: int, hosts: Sequence[str] = HOSTS) -> tuple[str, ...]:
+    """Chromium switches: the engines' hosts go to the local TLS server, every other host fails
+    at once (no network here), and its throw-away certificate is accepted."""
+    maps = [f"MAP {h}:443 127.0.0.1:{port}" for h in hosts]
+    rules = ", ".join([*maps, "MAP * ~NOTFOUND", "EXCLUDE 127.0.0.1"])
+    return (f"--host-resolver-rules={rules}", "--ignore-certificate-errors")

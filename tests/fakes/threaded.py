@@ -5,6 +5,7 @@ and a ``POST /v1/events`` that behaves like ingest, to test posting without the 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections import deque
 from typing import Any, Self
@@ -27,10 +28,12 @@ class ThreadedFake:
         self.ingested: list[dict[str, Any]] = []
         self.ingest_failures: deque[int] = deque()
         """Statuses to answer the next ingest posts with before accepting (e.g. 503)."""
+        self.ssl_context: ssl.SSLContext | None = None
+        """Set before ``__enter__`` to serve TLS (e.g. a ``trustme`` certificate for an engine's host)."""
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}"
 
     def add_routes(self, app: web.Application) -> None:
         """The fake's own routes (``POST /v1/events`` is added after them)."""
@@ -61,7 +64,7 @@ class ThreadedFake:
         app.router.add_post("/v1/events", self._ingest)
         runner = web.AppRunner(app)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
         await site.start()
         self.port = runner.addresses[0][1]
         ready.set()

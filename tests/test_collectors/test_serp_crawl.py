@@ -37,11 +37,10 @@ from typer.testing import CliRunner
 
 from auditstream.cli import app
 from collectors.common.archive import Archive
-from collectors.common.exceptions import CrawlConfigError, CrawlError, CrawlStateError
+from collectors.common.exceptions import CrawlError, CrawlStateError
 from collectors.common.journal import read_journal
 from collectors.common.sinks import JsonlSink
 from collectors.serp import parser
-from collectors.serp.fetchers import BrowserFetcher
 from collectors.serp.reparse import ReparseStats, reparse_events
 from collectors.serp.rulebook import load_rules
 from collectors.serp.runner import crawl_study
@@ -458,33 +457,3 @@ def test_crawl_serp_cli_posts_to_ingest_and_reports_the_skew(tmp_path: Path, eng
     assert len(engine.ingested) == 9 and {e["study_id"] for e in engine.ingested} == {"posted"}
     assert (tmp_path / "data" / "serp" / "state" / "posted" / "journal.jsonl").exists()
     assert any((tmp_path / "data" / "serp" / "archive").iterdir())
-
-
-def test_the_browser_fetcher_fails_clearly_without_playwright(tmp_path: Path) -> None:
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("playwright is installed")
-    path, _ = study_file(
-        tmp_path, study_id="browser", rounds=1, profiles=PROFILES, extra='fetcher = "browser"'
-    )
-    study = load_study(path)
-    fetcher = BrowserFetcher(study.profiles[0], "https://www.google.com/search", user_data_dir=tmp_path / "b")
-    with pytest.raises(CrawlConfigError, match=r"pip install 'auditstream\[browser\]'"):
-        asyncio.run(fetcher.start())
-    result = runner.invoke(
-        app,
-        [
-            "crawl",
-            "serp",
-            "--study",
-            str(path),
-            "--out",
-            str(tmp_path / "e.jsonl"),
-            "--data-dir",
-            str(tmp_path),
-        ],
-    )
-    assert result.exit_code != 0 and "auditstream[browser]" in " ".join(result.output.split())
