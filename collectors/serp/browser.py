@@ -14,9 +14,11 @@ cookies the engine sets in one round go back in the next, as in a person's brows
 - **Cookies**: the study's inline cookies and its ``cookies_file`` (a ``cookies.txt``
   export of a logged-in account) are imported once, when the profile directory is
   created; after that the profile's own cookies (rotated by the engine) are kept. A
-  ``clear_cookies`` profile is emptied and seeded again after every query. Session
-  cookies the engine sets (no expiry) live as long as the browser, as in a person's:
-  a resumed study starts without them (the study's inline cookies are made persistent).
+  ``clear_cookies`` profile is emptied and seeded again after every query. Chromium
+  writes its cookie store only now and then, so the profile's cookies are also saved
+  after every query (``auditstream-cookies.json`` in its directory, readable by the
+  user only) and restored when its browser starts again, after a crash or on resume:
+  a profile keeps what the HTTP fetcher's cookie jar keeps, session cookies included.
 - **A page** is loaded until its ``load`` event (scripts ran), then a consent wall is
   dealt with as the study says (``consent``), and the page's HTML as rendered then is
   what is archived and parsed: ``fetched_at`` is that moment, so the crawler's load
@@ -36,10 +38,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import orjson
 from yarl import URL
 
 from collectors.common.exceptions import CrawlConfigError
 from collectors.common.http import network_error
+from collectors.common.journal import write_atomic
 from collectors.serp import consent
 from collectors.serp.cookies import read_cookies, unexpired
 from collectors.serp.page import Fetched
@@ -50,6 +54,9 @@ log = logging.getLogger(__name__)
 
 CHROMIUM = "/usr/bin/chromium"
 SEEDED = "auditstream-seeded"
+SAVED_COOKIES = "auditstream-cookies.json"
+"""The profile's cookies after its last query (private to the user): Chromium writes its own
+cookie store only every 30 s or so, so a killed browser would lose the latest ones."""
 INLINE_COOKIE_DAYS = 400
 """A study's inline cookies are persistent cookies (Chromium keeps none longer than 400 days)."""
 """Written into a profile directory once the study's cookies are in it."""
@@ -154,6 +161,8 @@ class BrowserFetcher:
         self.options = options or BrowserOptions()
         self.consent_action = consent_action
         self._own: Any = None
+        self._playwright: Any = None
+        self._gone = False
         self._context: Any = None
         self._page: Any = None
         self._status: int | None = None
@@ -178,33 +187,72 @@ class BrowserFetcher:
         self._error, self._timeout = async_api.Error, async_api.TimeoutError
         if playwright is None:
             self._own = playwright = await async_api.async_playwright().start()
+        self._playwright = playwright
+        await self._launch()
+
+    async def _launch(self) -> None:
+        """Start Chromium on the profile's directory (seeding it if new) and open its page."""
         fresh = not await asyncio.to_thread((self.user_data_dir / SEEDED).exists)
         await asyncio.to_thread(self.user_data_dir.mkdir, parents=True, exist_ok=True)
         try:
-            self._context = await playwright.chromium.launch_persistent_context(
+            context = await self._playwright.chromium.launch_persistent_context(
                 str(self.user_data_dir), **launch_options(self.profile, self.options)
             )
-        except async_api.Error as exc:
+        except self._error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CrawlConfigError(
                 f"profile {self.profile.id}: Chromium ({self.options.executable}) did not start with "
                 f"profile directory {self.user_data_dir}: {first}"
             ) from None
+        self._context, self._gone = context, False
+        context.on("close", self._closed)
         if fresh or self.profile.clear_cookies:
-            await self._context.clear_cookies()
+            await context.clear_cookies()
             await self._seed()
             await asyncio.to_thread((self.user_data_dir / SEEDED).write_text, "cookies imported\n")
-        pages = self._context.pages
-        self._page = pages[0] if pages else await self._context.new_page()
+        else:
+            await self._restore_cookies()
+        pages = context.pages
+        self._page = pages[0] if pages else await context.new_page()
         self._page.on("response", self._on_response)
         # Playwright's locale alone sends "Accept-Language: en-US"; Chromium set to a language
         # sends "en-US,en;q=0.9" and lists both in navigator.languages, as the HTTP fetcher does
-        cdp = await self._context.new_cdp_session(self._page)
+        cdp = await context.new_cdp_session(self._page)
         languages = ",".join(dict.fromkeys([self.profile.language, self.profile.language.split("-")[0]]))
         await cdp.send(
             "Emulation.setUserAgentOverride",
             {"userAgent": self.profile.user_agent, "acceptLanguage": languages},
         )
+
+    @property
+    def gone(self) -> bool:
+        """Whether the browser closed under the fetcher (the next fetch starts it again)."""
+        return self._gone
+
+    def _closed(self, _context: Any) -> None:
+        """The browser went away (crashed, killed): the next fetch starts it again."""
+        self._gone = True
+
+    async def _relaunch(self) -> None:
+        log.warning("profile %s: its Chromium had closed; starting it again", self.profile.id)
+        with contextlib.suppress(self._error):
+            await self._context.close()
+        await self._launch()
+
+    async def _restore_cookies(self) -> None:
+        path = self.user_data_dir / SAVED_COOKIES
+        try:
+            cookies = orjson.loads(await asyncio.to_thread(path.read_bytes))
+            await self._context.add_cookies(cookies)
+        except FileNotFoundError:
+            return
+        except (OSError, orjson.JSONDecodeError, TypeError, self._error) as exc:  # Chromium's own store stays
+            log.warning("profile %s: saved cookies not restored (%s)", self.profile.id, type(exc).__name__)
+
+    async def _save_cookies(self) -> None:
+        """Keep the profile's cookies as they are now, for a browser started again."""
+        cookies = await self._context.cookies()
+        await asyncio.to_thread(write_atomic, self.user_data_dir / SAVED_COOKIES, orjson.dumps(cookies))
 
     def _on_response(self, response: Any) -> None:
         """The status of the page's latest main document (after a consent form's redirect too)."""
@@ -240,6 +288,8 @@ class BrowserFetcher:
         self._status = None
         try:
             async with asyncio.timeout(time_limit):
+                if self._gone:
+                    await self._relaunch()
                 response = await self._page.goto(url, wait_until="load", timeout=time_limit * 1000)
                 state = await self._page.evaluate(PAGE_JS, self._wall)
                 wall = await self._consent(deadline) if state["wall"] else consent.NONE
@@ -251,15 +301,17 @@ class BrowserFetcher:
             raw = Fetched(
                 self._page.url, status, body, loaded, "text/html", "utf-8", fetcher="browser", consent=wall
             )
-        except (self._error, TimeoutError) as exc:
+        except (self._error, TimeoutError, CrawlConfigError) as exc:
             reason = "timeout" if isinstance(exc, (self._timeout, TimeoutError)) else network_error(exc)
             raw = Fetched(url, 0, b"", datetime.now(UTC), error=reason, fetcher="browser")
-        if self.profile.clear_cookies:
-            try:
+        try:
+            if self.profile.clear_cookies:
                 await self._context.clear_cookies()
                 await self._seed()
-            except self._error as exc:  # recorded with the next page: a fetcher never raises
-                log.warning("profile %s: clearing cookies failed: %s", self.profile.id, type(exc).__name__)
+            elif not self._gone:
+                await self._save_cookies()
+        except (self._error, OSError) as exc:  # a fetcher never raises: the next page shows it
+            log.warning("profile %s: keeping its cookies failed: %s", self.profile.id, type(exc).__name__)
         return raw
 
     async def _consent(self, deadline: float) -> str:
@@ -280,7 +332,7 @@ class BrowserFetcher:
 
     async def aclose(self) -> None:
         try:
-            if self._context is not None:
+            if self._context is not None and not self._gone:
                 await self._context.close()
         finally:
             if self._own is not None:

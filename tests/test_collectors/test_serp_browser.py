@@ -9,6 +9,8 @@ which runs a whole study through the service.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -219,3 +221,46 @@ def test_the_browser_fetcher_says_what_is_missing(tmp_path: Path, monkeypatch: p
     args = ["crawl", "serp", "--study", str(path), "--out", str(tmp_path / "e.jsonl")]
     result = runner.invoke(app, [*args, "--data-dir", str(tmp_path)], terminal_width=200)
     assert result.exit_code == 1 and "pip install 'auditstream[browser]'" in flat(result.output)
+
+
+def browser_pids(user_data_dir: Path) -> list[int]:
+    """The main Chromium process of a profile directory (its helpers carry --type=...)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"--user-data-dir={user_data_dir}".encode() in args and not any(
+            a.startswith(b"--type=") for a in args
+        ):
+            pids.append(int(proc.name))
+    return pids
+
+
+@needs_chromium
+def test_a_browser_that_died_is_started_again_at_the_next_fetch(tmp_path: Path) -> None:
+    async def go(engine: FakeSerpEngine) -> tuple[Any, Any, Any]:
+        p = profile("crashy", cookies={"profile": "crashy"})
+        fetcher = BrowserFetcher(
+            p, "google", SEARCH, user_data_dir=tmp_path / "crashy", options=chromium_options(engine.port)
+        )
+        await fetcher.start()
+        try:
+            before = await fetcher.fetch(f"{SEARCH}?q=coffee", time_limit=20)
+            (pid,) = browser_pids(tmp_path / "crashy")
+            os.kill(pid, signal.SIGKILL)
+            async with asyncio.timeout(20):
+                while not fetcher.gone:
+                    await asyncio.sleep(0.05)  # wait-ok: polling for Playwright to notice, under a deadline
+            after = await fetcher.fetch(f"{SEARCH}?q=tea", time_limit=20)
+            return before, after, browser_pids(tmp_path / "crashy")
+        finally:
+            await fetcher.aclose()
+
+    with tls_engine() as engine:
+        before, after, pids = asyncio.run(go(engine))
+        served = [(h.profile, h.query) for h in engine.hits]
+    assert before.http_status == after.http_status == 200 and after.consent == ""
+    assert parse_serp("google", after.body).status == "ok" and len(pids) == 1
+    assert served == [("crashy", "coffee"), ("crashy", "tea")]
