@@ -214,12 +214,15 @@ def test_the_browser_fetcher_says_what_is_missing(tmp_path: Path, monkeypatch: p
     )
     with pytest.raises(CrawlConfigError, match=r"no Chromium at /nonexistent/chrome.*AUDITSTREAM_CHROMIUM"):
         asyncio.run(nowhere.start())
+    path = browser_study_file(tmp_path, study_id="nochromium", rounds=1)
+    args = ["crawl", "serp", "--study", str(path), "--out", str(tmp_path / "e.jsonl")]
+    args += ["--data-dir", str(tmp_path)]
+    result = runner.invoke(app, args, env={"AUDITSTREAM_CHROMIUM": "/elsewhere/chromium"}, terminal_width=200)
+    assert result.exit_code == 1 and "no Chromium at /elsewhere/chromium" in flat(result.output)
     monkeypatch.setitem(sys.modules, "playwright", None)  # as if the extra were not installed
     with pytest.raises(CrawlConfigError, match=r"pip install 'auditstream\[browser\]'"):
         asyncio.run(nowhere.start())
-    path = browser_study_file(tmp_path, study_id="noplaywright", rounds=1)
-    args = ["crawl", "serp", "--study", str(path), "--out", str(tmp_path / "e.jsonl")]
-    result = runner.invoke(app, [*args, "--data-dir", str(tmp_path)], terminal_width=200)
+    result = runner.invoke(app, args, terminal_width=200)
     assert result.exit_code == 1 and "pip install 'auditstream[browser]'" in flat(result.output)
 
 
