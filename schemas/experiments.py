@@ -23,6 +23,10 @@ class ExperimentConfig(BaseModel):
     salt: Annotated[str, Field(min_length=8, max_length=128)]
     start: date
     end: date | None = None
+    engine_arms: dict[Engine, Annotated[list[Ident], Field(min_length=2, max_length=20)]] = {}
+    """Engines that run only some of the arms (the paper ran only swap 1-2 on Bing): engine ->
+    its arms, control among them, each weighted as in ``arms``. Engines not listed run every
+    arm."""
     burn_in_days: Annotated[int, Field(ge=0, le=60)] = 4
     unit_mode: Literal["click", "impression"] = "click"
     status: Status = "running"
@@ -33,18 +37,40 @@ class ExperimentConfig(BaseModel):
             raise ValueError("an experiment needs a 'control' arm")
         if self.end is not None and self.end < self.start:
             raise ValueError("end is before start")
+        for engine, arms in self.engine_arms.items():
+            if engine not in self.engines:
+                raise ValueError(f"engine_arms names {engine!r}, which is not in engines")
+            if "control" not in arms:
+                raise ValueError(f"engine_arms[{engine!r}] needs the 'control' arm")
+            if unknown := sorted(set(arms) - set(self.arms)):
+                raise ValueError(f"engine_arms[{engine!r}] names arms not in arms: {unknown}")
+            if len(set(arms)) != len(arms):
+                raise ValueError(f"engine_arms[{engine!r}] lists an arm twice")
         return self
+
+    def arms_on(self, engine: str) -> dict[str, float]:
+        """The arms ``engine`` runs, with their weights (not normalised)."""
+        only = self.engine_arms.get(engine)
+        return dict(self.arms) if only is None else {a: self.arms[a] for a in only}
 
     def public(self) -> dict[str, object]:
         """What an extension needs to assign arms: no operator-only fields."""
-        total = sum(self.arms.values())
+
+        def normalised(arms: dict[str, float]) -> list[dict[str, object]]:
+            total = sum(arms.values())
+            return [{"arm": a, "weight": w / total} for a, w in arms.items()]
+
         return {
             "experiment_id": self.experiment_id,
             "engines": self.engines,
-            "arms": [{"arm": a, "weight": w / total} for a, w in self.arms.items()],
+            "arms": normalised(dict(self.arms)),
+            "engine_arms": {e: normalised(self.arms_on(e)) for e in self.engine_arms},
             "salt": self.salt,
             "status": self.status,
-            "assignment": "sha256(salt:install_id:query) -> first 8 bytes / 2^64 -> weighted arm",
+            "assignment": (
+                "sha256(salt:install_id:query) -> first 8 bytes / 2^64 -> weighted arm, among "
+                "engine_arms[engine] when the engine is listed there, else among arms"
+            ),
         }
 
 

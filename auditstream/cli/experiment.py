@@ -27,11 +27,28 @@ def _arms(pairs: list[str]) -> dict[str, float]:
     return arms
 
 
+def _engine_arms(pairs: list[str]) -> dict[str, list[str]]:
+    out = {}
+    for pair in pairs:
+        engine, _, arms = pair.partition("=")
+        if not engine or not arms:
+            raise fail(f"--engine-arms takes engine=arm,arm,..., got {pair!r}", 2)
+        out[engine] = [a.strip() for a in arms.split(",") if a.strip()]
+    return out
+
+
 @app.command()
 def create(
     experiment_id: Annotated[str, typer.Argument(help="A short id, e.g. powermeter-2026")],
     arm: Annotated[list[str], typer.Option(help="name=weight, repeat per arm; include control")],
     engine: Annotated[list[str] | None, typer.Option(help="Repeat per engine (default google)")] = None,
+    engine_arms: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="engine=arm,arm,...: an engine that runs only these arms (control among them), e.g. "
+            "bing=control,swap_1_2 as the paper ran; its SRM and gaps use only them. Repeat per engine"
+        ),
+    ] = None,
     salt: Annotated[str | None, typer.Option(help="Assignment salt (default: random)")] = None,
     start: Annotated[str | None, typer.Option(help="YYYY-MM-DD (default today)")] = None,
     end: Annotated[str | None, typer.Option(help="YYYY-MM-DD")] = None,
@@ -45,6 +62,7 @@ def create(
         "experiment_id": experiment_id,
         "engines": engine or ["google"],
         "arms": _arms(arm),
+        "engine_arms": _engine_arms(engine_arms or []),
         "salt": salt or secrets.token_urlsafe(16),
         "start": start or datetime.now(UTC).date().isoformat(),
         "end": end,

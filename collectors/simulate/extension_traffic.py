@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -28,6 +28,8 @@ class TrafficConfig:
     salt: str = "demo-salt"
     arms: Sequence[tuple[str, float]] = DEFAULT_ARMS
     engines: Sequence[tuple[str, float]] = (("google", 0.95), ("bing", 0.05))
+    engine_arms: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Engines that run only some arms (as an experiment's ``engine_arms``)."""
     installs: int = 500
     p_new_install: float = 0.1  # installed within the burn-in window
     p_click: float = 0.6  # a page view leads to a click
@@ -83,16 +85,19 @@ class ExtensionTraffic:
         c, rng = self.config, self.rng
         inst = rng.choice(self.installs)
         query_token = f"q{rng.getrandbits(40)}"  # stands in for the query, which never leaves
-        arm = assign_arm(inst["install_id"], query_token, c.salt, c.arms)
         box = ("top" if rng.random() < 0.75 else "side") if rng.random() < c.p_box else "none"
         ads = rng.randint(1, 4) if rng.random() < c.p_ads_given(box != "none") else 0
         ssr = sorted(rng.sample(range(2, 11), rng.randint(1, 2))) if rng.random() < c.p_ssr else []
+        engine = _weighted(rng, c.engines)
+        only = c.engine_arms.get(engine)
+        arms = c.arms if only is None else [(a, w) for a, w in c.arms if a in only]
+        arm = assign_arm(inst["install_id"], query_token, c.salt, arms)
         context = {
             "schema_version": 1,
             "sent_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "experiment_id": c.experiment_id,
             "arm": arm,
-            "engine": _weighted(rng, c.engines),
+            "engine": engine,
             **inst,
             "page_index": 0 if rng.random() < c.p_first_page else rng.randint(1, 3),
             "n_organic": 10,

@@ -21,6 +21,13 @@ export function pickArm(u, arms) {
   return arms[arms.length - 1].arm;
 }
 
+// The arms an engine runs: an experiment may run only some of them on an engine
+// (engine_arms, as the paper ran only swap 1-2 on Bing); other engines run every arm.
+export function armsFor(experiment, engine) {
+  const only = experiment.engine_arms && experiment.engine_arms[engine];
+  return Array.isArray(only) && only.length > 0 ? only : experiment.arms;
+}
+
 export async function assignArm(installId, query, salt, arms) {
   return pickArm(await unitInterval(installId, query, salt), arms);
 }

@@ -2,7 +2,7 @@
 // elements, apply the install's arm before the results are shown, and record the page
 // view and clicks. The query is hashed here for the assignment and goes nowhere else.
 
-import { assignArm } from "./assignment.js";
+import { armsFor, assignArm } from "./assignment.js";
 import { parseArm } from "./arms.js";
 import { click, coarseLanguage, serpView } from "./events.js";
 import { applyArm, clickTarget, identify, mark } from "./page.js";
@@ -61,7 +61,7 @@ async function runOn(engine) {
   if (config.test_marks) mark(page);
   if (!active) return;
 
-  const assigned = await assignArm(stored.install.install_id, queryOf(location, engine), experiment.salt, experiment.arms);
+  const assigned = await assignArm(stored.install.install_id, queryOf(location, engine), experiment.salt, armsFor(experiment, engine));
   const plan = parseArm(assigned);
   const identified = page.reliable && plan !== null && page.organic.length >= plan.needs;
   const arm = identified ? assigned : "control";

@@ -35,6 +35,7 @@ from core.lifetime import exit_with_parent
 from core.settings import Settings
 from core.store import Store, StoreError, open_store
 from ingest.board import panels, queries
+from schemas.experiments import ExperimentConfig
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,8 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         raise PanelFailed(str(exc)[:500]) from None
     srm_alerts = await _rows(store, statements["srm_alerts"])
     drops = panels.drops_panel(report.drops)
-    allocation = {str(a): float(w) for a, w in config["arms"].items()} if config else None
+    # the arms this engine runs (an experiment may run fewer on some engines)
+    allocation = ExperimentConfig.model_validate_json(config["config"]).arms_on(engine) if config else None
     return {
         "experiment_id": experiment_id,
         "engine": engine,

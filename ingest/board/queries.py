@@ -41,7 +41,7 @@ PERSONALIZATION_STUDIES_SQL = (
 def registry_sql(experiment_id: str) -> str:
     """The registered allocation and preprocessing of one experiment (no row if unregistered)."""
     return (
-        "SELECT status, arms, burn_in_days, unit_mode FROM experiments "
+        "SELECT status, arms, burn_in_days, unit_mode, config FROM experiments "
         f"WHERE experiment_id = {quote(experiment_id)}"
     )
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from analytics.stats.srm import srm_test
 from core.store import Store, StoreError, StoreUnavailable
+from schemas.experiments import ExperimentConfig
 from schemas.sql import quote
 from streams.detectors.alerts import AlertService, alert_record
 
@@ -77,10 +78,11 @@ class SrmCheck:
     async def _check(self, due: list[str]) -> None:
         listed = ", ".join(quote(e) for e in due)
         configs = await self.store.query(
-            f"SELECT experiment_id, arms, burn_in_days FROM experiments "
+            f"SELECT experiment_id, config, burn_in_days FROM experiments "
             f"WHERE experiment_id IN ({listed}) AND status = 'running'"
         )
-        for experiment_id, arms, burn_in in configs.rows:
+        for experiment_id, config_json, burn_in in configs.rows:
+            config = ExperimentConfig.model_validate_json(config_json)
             # study-wide rows keep burn-ins up to 7 days; longer ones read the slices
             source = "arrangement_install" if int(burn_in) <= 7 else "arrangement_install_day"
             units = await self.store.query(
@@ -92,6 +94,8 @@ class SrmCheck:
             for engine, arm, n in units.rows:
                 by_engine.setdefault(engine, {})[arm] = int(n)
             for engine, counts in by_engine.items():
-                alert = srm_alert(experiment_id, engine, counts, arms, datetime.now(UTC))
+                # each engine against the arms it runs (engine_arms), so an arm it does not
+                # run has no expected share and any unit in it is a mismatch
+                alert = srm_alert(experiment_id, engine, counts, config.arms_on(engine), datetime.now(UTC))
                 if alert is not None:
                     await self.alerts.raise_once(alert)

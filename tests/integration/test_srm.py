@@ -114,3 +114,65 @@ def test_srm_alerts_once_for_a_bad_split_and_never_for_a_fair_one(service: Servi
 
     wait_for(alert_on_topic, 30, "the alert on the alerts topic")
     consumer.close()
+
+
+def test_engines_running_fewer_arms_are_tested_against_their_own_arms(service: Service) -> None:
+    """The paper ran only swap 1-2 on Bing: with engine_arms, Bing's units are expected 2:1
+    between control and swap_1_2 (no SRM), its report has only those arms, and a unit in an
+    arm Bing does not run is a mismatch at once."""
+    from collectors.simulate.extension_traffic import TrafficConfig
+    from tests.helpers import post_study, report_json
+
+    arms = {"control": 2.0, "swap_1_2": 1.0, "hide_box": 1.0}
+    body = {
+        "experiment_id": "srm-engines",
+        "engines": ["google", "bing"],
+        "arms": arms,
+        "engine_arms": {"bing": ["control", "swap_1_2"]},
+        "salt": "srm-engines-salt",
+        "start": datetime.now(UTC).date().isoformat(),
+    }
+    headers = {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
+    assert http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers).status == 201
+    config = TrafficConfig(
+        experiment_id="srm-engines",
+        salt="srm-engines-salt",
+        arms=tuple(arms.items()),
+        engines=(("google", 0.5), ("bing", 0.5)),
+        engine_arms={"bing": ("control", "swap_1_2")},
+        installs=300,
+        seed=41,
+    )
+    post_study(service, config, 12_000, batch=250)
+
+    def arm_units(engine: str) -> dict[str, int]:
+        doc = report_json(service, "srm-engines", "--engine", engine, "--burn-in-days", "0", "--ranks", "1")
+        return {a["arm"]: a["units"] for a in doc["arms"]}
+
+    bing, google = arm_units("bing"), arm_units("google")
+    assert set(bing) == {"control", "swap_1_2"} and set(google) == set(arms)
+    assert 0.6 < bing["control"] / sum(bing.values()) < 0.73  # 2/3 expected
+    public = http("GET", service.url + "/v1/experiments/srm-engines/config", headers=headers).body
+    assert [a["arm"] for a in public["engine_arms"]["bing"]] == ["control", "swap_1_2"]
+
+    def subject_alerts(engine: str) -> int:
+        return service.scalar(
+            f"SELECT count() FROM alerts WHERE kind = 'srm' AND subject = 'srm-engines/{engine}'"
+        )
+
+    board = f"{service.url}/v1/board/experiments/srm-engines?engine=bing"
+    wait_for(
+        lambda: http("GET", board, headers=headers).body["srm"]["status"] == "ok",
+        60,
+        "the board's SRM panel for Bing",
+    )
+    srm = http("GET", board, headers=headers).body["srm"]
+    expected = {r["arm"]: r["expected_share"] for r in srm["arms"]}
+    assert expected == pytest.approx({"control": 2 / 3, "swap_1_2": 1 / 3})
+    assert subject_alerts("bing") == 0 and subject_alerts("google") == 0
+
+    # A client that ignores engine_arms: hide_box on Bing is a mismatch however few.
+    stray = [{**e, "engine": "bing", "arm": "hide_box"} for e in clicks("srm-engines", 50, 0)]
+    post(service, stray)
+    wait_for(lambda: subject_alerts("bing") == 1, 120, "the SRM alert for Bing")
+    assert subject_alerts("google") == 0

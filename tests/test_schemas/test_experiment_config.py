@@ -1,0 +1,45 @@
+"""An experiment's arms per engine (engine_arms): checked, and what each engine runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from schemas.experiments import ExperimentConfig
+
+BASE: dict[str, Any] = {
+    "experiment_id": "e1",
+    "engines": ["google", "bing"],
+    "arms": {"control": 2, "swap_1_2": 1, "hide_box": 1},
+    "salt": "salt-0001",
+    "start": "2026-11-01",
+}
+
+
+def test_engines_not_listed_run_every_arm_and_listed_ones_their_own() -> None:
+    config = ExperimentConfig.model_validate({**BASE, "engine_arms": {"bing": ["control", "swap_1_2"]}})
+    assert config.arms_on("google") == {"control": 2, "swap_1_2": 1, "hide_box": 1}
+    assert config.arms_on("bing") == {"control": 2, "swap_1_2": 1}
+    public = config.public()
+    assert public["engine_arms"] == {
+        "bing": [{"arm": "control", "weight": 2 / 3}, {"arm": "swap_1_2", "weight": 1 / 3}]
+    }
+    assert [a["weight"] for a in public["arms"]] == [0.5, 0.25, 0.25]
+    assert ExperimentConfig.model_validate(BASE).public()["engine_arms"] == {}
+
+
+@pytest.mark.parametrize(
+    ("engine_arms", "says"),
+    [
+        ({"duckduckgo": ["control", "swap_1_2"]}, "not in engines"),
+        ({"bing": ["swap_1_2", "hide_box"]}, "'control' arm"),
+        ({"bing": ["control", "swap_2_3"]}, "not in arms"),
+        ({"bing": ["control", "control"]}, "twice"),
+        ({"bing": ["control"]}, "at least 2"),
+    ],
+)
+def test_engine_arms_are_checked(engine_arms: dict[str, list[str]], says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        ExperimentConfig.model_validate({**BASE, "engine_arms": engine_arms})
