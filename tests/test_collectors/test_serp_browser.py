@@ -267,3 +267,20 @@ def test_a_browser_that_died_is_started_again_at_the_next_fetch(tmp_path: Path) 
     assert before.http_status == after.http_status == 200 and after.consent == ""
     assert parse_serp("google", after.body).status == "ok" and len(pids) == 1
     assert served == [("crashy", "coffee"), ("crashy", "tea")]
+
+
+def test_the_consent_buttons_are_the_walls_buttons() -> None:
+    """Each action's selectors find that button, and only it, on Google's wall (the stored page
+    and the fake's), so accept never presses reject."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    from collectors.serp.consent import buttons
+    from tests.fakes.serp_engine import FIXTURES, consent_page
+
+    google = buttons("google")
+    for html in ((FIXTURES / "google_consent.html").read_text(), consent_page("/search?q=x")):
+        doc = LexborHTMLParser(html)
+        for selectors, label in ((google.accept, "Accept all"), (google.reject, "Reject all")):
+            found = {node.text(strip=True) for s in selectors for node in doc.css(s)}
+            assert found == {label}
+    assert buttons("yahoo").all == ()  # an engine without a table: the wall is only recorded
