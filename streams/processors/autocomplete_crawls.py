@@ -1,4 +1,4 @@
-"""Completed autocomplete crawls -> network, churn, nmi and association rows, and shock alerts.
+"""Completed autocomplete crawls -> network, churn, nmi, association and structure rows, and shock alerts.
 
 Runs in the worker after a batch holding ``crawl_completed`` markers is stored, so the
 crawl's nodes (same partition key, sent before the marker) are already in ClickHouse.
@@ -23,11 +23,13 @@ from core.store import Store, StoreError, StoreUnavailable
 from schemas.sql import quote
 from streams.detectors.alerts import alert_record
 from streams.recompute.autocomplete_rows import (
+    NETWORKS,
     CompletedCrawl,
     association_rows,
     churn_rows,
     crawl_row,
     edge_rows,
+    structure_rows,
 )
 
 log = logging.getLogger(__name__)
@@ -66,11 +68,14 @@ SELECT (SELECT uniqExact(root) FROM crawl_markers
        (SELECT uniqExact(root) FROM autocomplete_crawls
         WHERE engine = {engine} AND crawl_id = {crawl_id}) AS done
 """
-ORPHANS_SQL = """
+ORPHAN_BATCH = 1000
+"""Crawls picked up per scan, oldest first, so a rebuild (migration 0022) judges rounds in order;
+a full batch means more are waiting, and the next tick scans again."""
+ORPHANS_SQL = f"""
 SELECT engine, root, crawl_id FROM crawl_markers
 WHERE type = 'crawl_completed'
   AND (engine, root, crawl_id) NOT IN (SELECT engine, root, crawl_id FROM autocomplete_crawls)
-LIMIT 1000
+ORDER BY received_at LIMIT {ORPHAN_BATCH}
 """
 WAIT_TICKS = 60
 """Timer ticks (5 s each) a crawl waits for missing nodes before it is analysed as it is."""
@@ -115,6 +120,7 @@ class AutocompleteAnalytics:
         self.pending: set[CrawlKey] = set()
         self.waits: dict[CrawlKey, int] = {}
         self.ticks = 0
+        self.more_orphans = False
         self.lock = asyncio.Lock()
         """One analysis at a time: the timer's and a batch's would otherwise both judge a round."""
 
@@ -136,9 +142,10 @@ class AutocompleteAnalytics:
         due, self.pending = set(self.pending), set()
         self.ticks += 1
         try:
-            if self.ticks % ORPHAN_SCAN_EVERY == 1:
+            if self.ticks % ORPHAN_SCAN_EVERY == 1 or self.more_orphans:
                 found = await self.store.query(ORPHANS_SQL)
                 due |= {(str(e), str(r), str(c)) for e, r, c in found.rows}
+                self.more_orphans = len(found.rows) >= ORPHAN_BATCH
             if due:
                 await self._analyse(due)
         except (StoreError, StoreUnavailable):
@@ -173,9 +180,14 @@ class AutocompleteAnalytics:
             previous = await self._load(crawl.engine, crawl.root, previous_id) if previous_id else None
             now = _now()
             await self._insert("agg_autocomplete_edges", edge_rows(crawl, now))
-            await self._insert("agg_autocomplete_churn", churn_rows(crawl, previous, now))
-            await self._insert("agg_autocomplete_associations", association_rows(crawl, now))
-            await self._insert("agg_autocomplete_crawls", [crawl_row(crawl, previous, now)])
+            # The trimmed (default) network last, its crawl row last of all: that row is what
+            # marks the crawl analysed (the orphan scan, the round's progress, the tests).
+            for network in reversed(NETWORKS):
+                this, before = crawl.in_network(network), previous.in_network(network) if previous else None
+                await self._insert("agg_autocomplete_churn", churn_rows(this, before, now))
+                await self._insert("agg_autocomplete_associations", association_rows(this, now))
+                await self._insert("agg_autocomplete_structure", structure_rows(this, now))
+                await self._insert("agg_autocomplete_crawls", [crawl_row(this, before, now)])
             rounds.add((crawl.engine, crawl.crawl_id, crawl.study_id))
         for engine, crawl_id, study_id in sorted(rounds):
             await self._check_shock(engine, crawl_id, study_id)
