@@ -11,6 +11,7 @@ import orjson
 import typer
 from rich.table import Table
 
+from auditstream.cli import report_autocomplete
 from auditstream.cli.common import fail, result_console
 from auditstream.cli.data import ApiKeyOpt, Format, Url, call_api, print_result, run_sql
 
@@ -334,39 +335,7 @@ def _print_timeline(doc: dict[str, Any], rank: int, title: str) -> None:
     result_console().print(out)
 
 
-@app.command()
-def autocomplete(
-    study: Annotated[str, typer.Option(help="Crawl id prefix of the study ('' = every crawl)")] = "",
-    engine: Annotated[str, typer.Option(help="Only this engine ('' = all)")] = "",
-    root: Annotated[str, typer.Option(help="Only this root query ('' = all)")] = "",
-    section: Annotated[
-        str, typer.Option(help="With --format csv: churn, survival or nmi (json and table show all three)")
-    ] = "churn",
-    url: Url = "http://127.0.0.1:8080",
-    api_key: ApiKeyOpt = None,
-    format: Format = "table",
-) -> None:
-    """Churn by rank x depth (RAI Fig. 5), survival in days (Fig. 6), nmi per round with shocks (Fig. 7)."""
-    from analytics.reports.autocomplete import AutocompleteQuery
-
-    query = AutocompleteQuery(study, engine, root)
-    statements = {"churn": query.churn_sql(), "survival": query.survival_sql(), "nmi": query.nmi_sql()}
-    results = _run_sections(statements, section, url, api_key, format)
-    if results is None:
-        return
-    if not results["churn"]["rows"] and not results["nmi"]["rows"] and not results["survival"]["rows"]:
-        raise fail("no completed autocomplete crawls match; is the study prefix right?", 1)
-    if format == "json":
-        emit_json({name: as_dicts(r) for name, r in results.items()})
-        return
-    _print_churn_grid(results["churn"])
-    print_result(results["survival"], "table", title="survival: suggestions by distinct days seen")
-    nmi = results["nmi"]
-    shown = [c for c in nmi["columns"] if c != "shock_details"]
-    rows = [[row[nmi["columns"].index(c)] for c in shown] for row in nmi["rows"]]
-    print_result(
-        {"columns": shown, "rows": rows}, "table", title="nmi per crawl round (shock = alert raised)"
-    )
+app.command(name="autocomplete")(report_autocomplete.autocomplete)
 
 
 @app.command()
@@ -423,24 +392,6 @@ def _run_sections(
         print_result(run_sql(url, api_key, statements[section]), "csv")
         return None
     return {name: run_sql(url, api_key, sql) for name, sql in statements.items()}
-
-
-def _print_churn_grid(result: dict[str, Any]) -> None:
-    """Mean churn as a depth x rank grid per engine, as in the paper's heatmap."""
-    cols = result["columns"]
-    cells: dict[str, dict[tuple[int, int], float]] = {}
-    for row in result["rows"]:
-        r = dict(zip(cols, row, strict=True))
-        cells.setdefault(r["engine"], {})[(int(r["depth"]), int(r["rank"]))] = float(r["mean_churn"])
-    console = result_console()
-    for engine, grid in cells.items():
-        ranks = sorted({rank for _, rank in grid})
-        table = Table("depth", *(f"r{rank}" for rank in ranks), title=f"{engine}: mean churn by rank x depth")
-        for depth in sorted({d for d, _ in grid}):
-            table.add_row(
-                str(depth), *(f"{grid[(depth, r)]:.2f}" if (depth, r) in grid else "-" for r in ranks)
-            )
-        console.print(table)
 
 
 @app.command()
