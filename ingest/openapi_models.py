@@ -87,6 +87,10 @@ class PublicExperimentConfig(_Closed):
     experiment_id: Ident
     engines: list[Engine]
     arms: list[PublicArm]
+    engine_arms: dict[Engine, list[PublicArm]] = Field(
+        default={},
+        description="Engines that run only some arms: draw among these there, else among `arms`.",
+    )
     salt: str
     status: Literal["running", "stopped"]
     assignment: str

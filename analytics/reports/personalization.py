@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from analytics.stats.personalization import LINKS
 from schemas.events import KNOWN_LAYOUT
 from schemas.sql import quote
 
 QUERY_COLUMNS = "query, query_category, treatment, pairs, round(personalization, 4) AS personalization"
 
 
-def sections(study: str, top: int = 5) -> dict[str, str]:
-    """SQL per report section, for one study."""
-    where = f"WHERE study_id = {quote(study)}"
+def sections(study: str, top: int = 5, links: str = "primary") -> dict[str, str]:
+    """SQL per report section, for one study; rounds compared on ``links`` (``primary``, the
+    paper's list of every result's primary link, or ``organic``)."""
+    if links not in LINKS:
+        raise ValueError(f"links must be one of {LINKS}")
+    study_only = f"WHERE study_id = {quote(study)}"
+    where = f"{study_only} AND links = {quote(links)}"
     return {
         "overall": (
             "SELECT pairs, round(changed, 4) AS changed, round(changed_noise, 4) AS changed_noise, "
@@ -48,7 +53,7 @@ def sections(study: str, top: int = 5) -> dict[str, str]:
             "countIf(state = 'incomplete') AS incomplete, countIf(state = 'waiting') AS waiting, "
             "sum(late) AS late_snapshots, sum(profiles_failed) AS failed_fetches, "
             "round(median(skew_ms), 1) AS skew_ms_median, round(max(skew_ms), 1) AS skew_ms_max "
-            f"FROM personalization_rounds {where}"
+            f"FROM personalization_rounds {study_only}"
         ),
         "pages": (
             # pages whose layout the SERP rules did not know (coverage < KNOWN_LAYOUT): their
@@ -56,6 +61,21 @@ def sections(study: str, top: int = 5) -> dict[str, str]:
             "SELECT count() AS snapshots, countIf(status = 'ok') AS parsed, "
             f"countIf(coverage < {KNOWN_LAYOUT}) AS unknown_layout, "
             "countIf(status = 'ok' AND coverage IS NULL) AS coverage_unrecorded "
-            f"FROM serp_snapshots {where}"
+            f"FROM serp_snapshots {study_only}"
+        ),
+        "rank1": (
+            # the paper's Figure 16: of the pairs whose rank-1 result changed, where the new
+            # one came from on the control's page and where the old one went (0: not on it)
+            "SELECT treatment, direction, rank, pairs, "
+            "round(pairs / sum(pairs) OVER (PARTITION BY treatment, direction), 4) AS share "
+            f"FROM personalization_rank1 {where} AND kind = 'treatment' "
+            "ORDER BY treatment, direction, rank"
+        ),
+        "consistency": (
+            # the paper's Figures 12-13: each profile's page against its previous day's
+            "SELECT query_category, role, count() AS day_pairs, round(avg(jaccard), 4) AS jaccard, "
+            "round(avg(edit_distance), 2) AS edit_distance "
+            f"FROM personalization_consistency {where} GROUP BY query_category, role "
+            "ORDER BY query_category, role"
         ),
     }

@@ -346,9 +346,17 @@ def personalization(
         str,
         typer.Option(
             help="With --format csv: overall, by_treatment, by_category, by_rank, most_personalized, "
-            "least_personalized, rounds or pages"
+            "least_personalized, rank1 (Figure 16), consistency (day to day, Figures 12-13), rounds "
+            "or pages"
         ),
     ] = "by_treatment",
+    links: Annotated[
+        str,
+        typer.Option(
+            help="primary: every result's primary link, static labels such as related searches "
+            "included (the paper's); organic: the organic results only"
+        ),
+    ] = "primary",
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKeyOpt = None,
     format: Format = "table",
@@ -358,7 +366,10 @@ def personalization(
     pages had a layout the SERP rules do not know (their results may be incomplete)."""
     from analytics.reports.personalization import sections
 
-    statements = sections(study, top)
+    try:
+        statements = sections(study, top, links)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
     results = _run_sections(statements, section, url, api_key, format)
     if results is None:
         return
@@ -376,6 +387,8 @@ def personalization(
         "least_personalized": "least personalized queries",
         "rounds": "rounds: completeness and lock-step skew",
         "pages": "result pages: parsed, and with a layout the SERP rules do not know",
+        "rank1": "rank 1 changed: where the new one came from, where the old one went (0: off the page)",
+        "consistency": "day to day: each profile's page against its previous day's, per category",
     }
     for name, result in results.items():
         print_result(result, "table", title=titles[name])

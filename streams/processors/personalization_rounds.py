@@ -15,12 +15,22 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, date, datetime
 from typing import Any
 
 import orjson
 
-from analytics.stats.personalization import RANKS, Snapshot, compare_round, skew_ms
+from analytics.stats.personalization import (
+    LINKS,
+    RANKS,
+    DayPage,
+    Snapshot,
+    compare_round,
+    day_to_day,
+    links_of,
+    skew_ms,
+)
 from core.store import Store, StoreError, StoreUnavailable
 from schemas.sql import quote
 
@@ -30,7 +40,7 @@ RoundKey = tuple[str, str, str]  # study_id, round_id, query
 
 SNAPSHOTS_SQL = """
 SELECT study_id, round_id, query, query_category, engine, profile_id, role, treatment, status,
-       arrayMap(r -> r.3, arrayFilter(r -> r.2 = 'organic', arraySort(r -> r.1, results))) AS urls,
+       arrayMap(r -> (r.2, r.3), arraySort(r -> r.1, results)) AS items,
        toString(sent_at) AS sent, toUnixTimestamp64Milli(received_at) AS received_ms
 FROM serp_snapshots
 WHERE (study_id, round_id, query) IN ({keys})
@@ -40,6 +50,14 @@ WAITING_SQL = """
 SELECT study_id, round_id, query FROM personalization_rounds
 WHERE state = 'waiting' AND first_received_at < now64(3) - toIntervalMillisecond({wait_ms})
 LIMIT 1000
+"""
+DAYS_SQL = """
+SELECT study_id, profile_id, query, any(role), any(treatment), any(query_category),
+       toDate(sent_at) AS day,
+       argMin(arrayMap(r -> (r.2, r.3), arraySort(r -> r.1, results)), sent_at) AS items
+FROM serp_snapshots
+WHERE status = 'ok' AND (study_id, profile_id, query) IN ({keys})
+GROUP BY study_id, profile_id, query, day
 """
 PROFILES_SQL = """
 SELECT study_id, uniqExact(profile_id) FROM serp_snapshots WHERE study_id IN ({studies}) GROUP BY study_id
@@ -98,11 +116,50 @@ class PersonalizationRounds:
             rounds.append(round_row)
         if pairs:
             await self.store.insert_json_rows(
-                "agg_personalization_pairs", b"\n".join(orjson.dumps(p) for p in pairs)
+                "agg_personalization_link_pairs", b"\n".join(orjson.dumps(p) for p in pairs)
             )
         if rounds:
             await self.store.insert_json_rows(
                 "agg_personalization_rounds", b"\n".join(orjson.dumps(r) for r in rounds)
+            )
+        profiles = {(r[0], r[5], r[2]) for rows in by_round.values() for r in rows}
+        await self._consistency(profiles, now_iso)
+
+    async def _consistency(self, keys: set[tuple[str, str, str]], now_iso: str) -> None:
+        """Day-to-day consistency of each (study, profile, query) a batch touched, recomputed
+        over all its days (a late day changes its successor's previous day, never removes a row)."""
+        if not keys:
+            return
+        listed = ", ".join(f"({quote(s)}, {quote(p)}, {quote(q)})" for s, p, q in sorted(keys))
+        result = await self.store.query(DAYS_SQL.format(keys=listed))
+        pages: dict[tuple[str, str, str], list[list[Any]]] = defaultdict(list)
+        for row in result.rows:
+            pages[(row[0], row[1], row[2])].append(row)
+        out = []
+        for (study, profile, query), rows in pages.items():
+            role, treatment, category = rows[0][3], rows[0][4], rows[0][5]
+            for links in LINKS:
+                days = [DayPage(date.fromisoformat(str(r[6])), links_of(r[7], links)) for r in rows]
+                for day, previous, jaccard, edit in day_to_day(days, RANKS):
+                    out.append(
+                        {
+                            "study_id": study,
+                            "profile_id": profile,
+                            "role": role,
+                            "treatment": treatment,
+                            "query": query,
+                            "query_category": category,
+                            "links": links,
+                            "day": day.isoformat(),
+                            "previous_day": previous.isoformat(),
+                            "jaccard": jaccard,
+                            "edit_distance": edit,
+                            "computed_at": now_iso,
+                        }
+                    )
+        if out:
+            await self.store.insert_json_rows(
+                "agg_personalization_consistency", b"\n".join(orjson.dumps(r) for r in out)
             )
 
     def _round(
@@ -111,7 +168,7 @@ class PersonalizationRounds:
         first_ms = min(int(r[11]) for r in rows)
         cutoff_ms = first_ms + self.wait_s * 1000
         in_time = [r for r in rows if int(r[11]) <= cutoff_ms]
-        snapshots = [Snapshot(r[5], r[6], r[7], r[8], tuple(r[9]), _parse_time(r[10])) for r in in_time]
+        snapshots = [Snapshot(r[5], r[6], r[7], r[8], (), _parse_time(r[10])) for r in in_time]
         study, round_id, query = key
         category, engine = rows[0][3], rows[0][4]
         started = min(s.sent_at for s in snapshots)
@@ -135,6 +192,7 @@ class PersonalizationRounds:
         pairs = [
             {
                 **common,
+                "links": links,
                 "kind": c.kind,
                 "treatment": c.treatment,
                 "profile_a": c.profile_a,
@@ -143,8 +201,14 @@ class PersonalizationRounds:
                 "edit_distance": c.edit_distance,
                 "changed": [int(x) for x in c.changed],
                 "rank1_moved": int(c.rank1_moved),
+                "rank1_from": c.rank1_from,
+                "rank1_to": c.rank1_to,
             }
-            for c in compare_round(snapshots, RANKS)
+            for links in LINKS
+            for c in compare_round(
+                [replace(s, urls=links_of(r[9], links)) for s, r in zip(snapshots, in_time, strict=True)],
+                RANKS,
+            )
         ]
         round_row = {
             **common,

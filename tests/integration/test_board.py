@@ -307,7 +307,8 @@ def post_personalization(service: Service) -> None:
     wait_for(
         lambda: (
             service.scalar(
-                f"SELECT count() FROM personalization_pairs WHERE study_id = '{PERS}' AND kind = 'noise'"
+                "SELECT count() FROM personalization_pairs "
+                f"WHERE study_id = '{PERS}' AND kind = 'noise' AND links = 'primary'"
             )
             == 6
         ),
@@ -433,7 +434,8 @@ async def test_board_shows_clickhouse_numbers_and_updates_live(study: Service, b
     assert shown["nmi_rounds"] == AC_ROUNDS - 1  # nmi compares each crawl with the one before
     assert shown["shocks"] == 1 and shown["shock_bands"] == [f"{AC_PREFIX}r0004"]
     by_rank = await asyncio.to_thread(
-        svc.scalar, f"SELECT count() FROM personalization_by_rank WHERE study_id = '{PERS}'"
+        svc.scalar,
+        f"SELECT count() FROM personalization_by_rank WHERE study_id = '{PERS}' AND links = 'primary'",
     )
     assert shown["pers_rows"] == by_rank > 0
     assert "autocomplete_shock" in shown["alert_kinds"]

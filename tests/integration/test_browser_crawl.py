@@ -153,7 +153,9 @@ def test_a_browser_study_stores_what_each_profile_was_served(tmp_path: Path, ser
     wait_for(compared, 120, "every round compared")
     figures = {
         row["treatment"]: row
-        for row in service.sql(f"SELECT * FROM personalization_by_treatment WHERE study_id = '{STUDY}'")
+        for row in service.sql(
+            f"SELECT * FROM personalization_by_treatment WHERE study_id = '{STUDY}' AND links = 'organic'"
+        )
     }
     noise = [
         c for r in records for c in changed(pages[r["round_id"], "control"], pages[r["round_id"], "twin"])

@@ -124,7 +124,8 @@ def post_personalization(api: Api, svc: Service, study: str) -> None:
     wait_for(
         lambda: (
             svc.scalar(
-                f"SELECT count() FROM personalization_pairs WHERE study_id = '{study}' AND kind = 'noise'"
+                "SELECT count() FROM personalization_pairs "
+                f"WHERE study_id = '{study}' AND kind = 'noise' AND links = 'primary'"
             )
             == 6
         ),
@@ -211,10 +212,18 @@ def check_reports(api: Api, keys: dict[str, str], experiment_id: str) -> None:
 
 
 def check_board(api: Api, keys: dict[str, str], experiment_id: str, autocomplete: str, pers: str) -> None:
-    index = api.call("GET", "/v1/board/index", 200).body
-    assert experiment_id in {e["experiment_id"] for e in index["experiments"]}
-    assert autocomplete in {s["study"] for s in index["autocomplete_studies"]}
-    assert pers in {s["study_id"] for s in index["personalization_studies"]}
+    def listed() -> dict[str, Any] | None:
+        # the board answers from a cache refreshed in the background: an earlier test may
+        # have asked for the index before these studies existed
+        index = api.call("GET", "/v1/board/index", 200).body
+        ready = (
+            experiment_id in {e["experiment_id"] for e in index["experiments"]}
+            and autocomplete in {s["study"] for s in index["autocomplete_studies"]}
+            and pers in {s["study_id"] for s in index["personalization_studies"]}
+        )
+        return index if ready else None
+
+    wait_for(listed, 60, "the board's index to list the new studies")
     api.call("GET", "/v1/board/index", 401, key="")
     panel = "/v1/board/experiments/{experiment_id}"
     ours = {"experiment_id": experiment_id}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,7 +13,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from analytics.stats.personalization import Snapshot, compare_round
+from analytics.stats.personalization import LINKS, DayPage, Snapshot, compare_round, day_to_day, links_of
 from auditstream.cli import app
 from tests.helpers import Service, wait_for
 
@@ -36,8 +37,13 @@ def snapshot(
     coverage: float | None = 1.0,
 ) -> dict[str, Any]:
     profile_id, role, treatment = profile
-    results = [{"rank": 1, "type": "ad", "url": "https://ads.example/x"}]
-    results += [{"rank": i + 2, "type": "organic", "url": u} for i, u in enumerate(urls)]
+    # an ad (not a result), the organic results with a news box between the 3rd and 4th (its
+    # link depends on the page), and related searches (no link: a static label) at the end
+    organic = [{"rank": 0, "type": "organic", "url": u} for u in urls]
+    news = {"rank": 0, "type": "top_stories", "url": f"https://news.example/{len(urls[0]) % 3}"}
+    related = {"rank": 0, "type": "related_searches", "url": "related_searches"}
+    components = [{"rank": 0, "type": "ad", "url": "https://ads.example/x"}, *organic[:3], news, *organic[3:]]
+    results = [{**c, "rank": i + 1} for i, c in enumerate([*components, related])]
     return {
         "type": "serp_snapshot",
         "schema_version": 1,
@@ -67,6 +73,7 @@ def test_rounds_compare_exactly_and_record_incomplete_and_late(service: Service)
     rng = random.Random(3)
     start = datetime.now(UTC)
     posted: dict[str, list[Snapshot]] = {}
+    posted_items: dict[str, list[list[tuple[str, str]]]] = {}
     events = []
     for r in range(12):
         query = f"query {r % 3}"
@@ -82,9 +89,11 @@ def test_rounds_compare_exactly_and_record_incomplete_and_late(service: Service)
             # two pages of a layout the rules did not know, one from a crawler without coverage
             coverage = 0.4 if (r in (2, 9) and k == 0) else None if (r == 4 and k == 1) else 1.0
             events.append(snapshot(r, query, profile, urls, sent, status, coverage))
+            items = [(c["type"], c["url"]) for c in events[-1]["results"]]
             posted.setdefault(f"{STUDY}-r{r:04d}", []).append(
                 Snapshot(profile[0], profile[1], profile[2], status, tuple(urls), sent)
             )
+            posted_items.setdefault(f"{STUDY}-r{r:04d}", []).append(items)
     assert service.post(events).status == 202
 
     def rounds() -> dict[str, dict[str, Any]]:
@@ -108,12 +117,23 @@ def test_rounds_compare_exactly_and_record_incomplete_and_late(service: Service)
     assert settled[f"{STUDY}-r0003"]["skew_ms"] == pytest.approx(21.0)  # 3 x 7 ms apart
 
     pairs = service.sql(
-        "SELECT round_id, kind, treatment, profile_b, jaccard, edit_distance, changed, rank1_moved "
-        f"FROM personalization_pairs WHERE study_id = '{STUDY}'"
+        "SELECT round_id, links, kind, treatment, profile_b, jaccard, edit_distance, changed, rank1_moved, "
+        f"rank1_from, rank1_to FROM personalization_pairs WHERE study_id = '{STUDY}'"
     )
-    stored = {(p["round_id"], p["profile_b"]): p for p in pairs}
-    expected = {(rid, c.profile_b): c for rid, snaps in posted.items() for c in compare_round(snaps)}
+    stored = {(p["round_id"], p["links"], p["profile_b"]): p for p in pairs}
+    expected = {}
+    for links in LINKS:  # both lists, recounted from the posted pages
+        for rid, snaps in posted.items():
+            listed = [
+                replace(s, urls=links_of(i, links)) for s, i in zip(snaps, posted_items[rid], strict=True)
+            ]
+            expected |= {(rid, links, c.profile_b): c for c in compare_round(listed)}
     assert set(stored) == set(expected)  # no pair with the CAPTCHA page
+    assert any(
+        c.edit_distance != expected[(r, "organic", b)].edit_distance
+        for (r, k, b), c in expected.items()
+        if k == "primary"
+    )
     for key, c in expected.items():
         got = stored[key]
         assert (got["kind"], got["treatment"], got["edit_distance"], got["rank1_moved"]) == (
@@ -122,10 +142,14 @@ def test_rounds_compare_exactly_and_record_incomplete_and_late(service: Service)
             c.edit_distance,
             int(c.rank1_moved),
         )
+        assert (got["rank1_from"], got["rank1_to"]) == (c.rank1_from, c.rank1_to)
         assert got["jaccard"] == pytest.approx(c.jaccard)
         assert got["changed"] == [int(x) for x in c.changed]
+    expected = {(r, b): c for (r, k, b), c in expected.items() if k == "organic"}
 
-    by_rank = service.sql(f"SELECT * FROM personalization_by_rank WHERE study_id = '{STUDY}' AND rank = 1")
+    by_rank = service.sql(
+        f"SELECT * FROM personalization_by_rank WHERE study_id = '{STUDY}' AND rank = 1 AND links = 'organic'"
+    )
     treatments = {r["treatment"]: r for r in by_rank}
     noise = [c for c in expected.values() if c.kind == "noise"]
     logged = [c for c in expected.values() if c.treatment == "logged_in"]
@@ -143,7 +167,7 @@ def test_rounds_compare_exactly_and_record_incomplete_and_late(service: Service)
     assert rounds()[f"{STUDY}-r0000"]["state"] == "complete"
     again = service.sql(
         "SELECT profile_b, jaccard FROM personalization_pairs "
-        f"WHERE round_id = '{STUDY}-r0000' AND profile_b = 't-bos'"
+        f"WHERE round_id = '{STUDY}-r0000' AND profile_b = 't-bos' AND links = 'organic'"
     )
     assert again[0]["jaccard"] == pytest.approx(expected[(f"{STUDY}-r0000", "t-bos")].jaccard)
 
@@ -190,8 +214,64 @@ def test_without_a_noise_floor_personalization_is_unknown(service: Service) -> N
     assert service.post(events).status == 202
 
     def rows() -> list[dict[str, Any]]:
-        return service.sql("SELECT * FROM personalization_by_treatment WHERE study_id = 'pers-nonoise'")
+        return service.sql(
+            "SELECT * FROM personalization_by_treatment WHERE study_id = 'pers-nonoise' AND links = 'organic'"
+        )
 
     (row,) = wait_for(rows, 60, "the study compared")
     assert row["changed"] == pytest.approx(1.0) and row["changed_noise"] is None
     assert row["personalization"] is None
+
+
+def test_day_to_day_consistency_per_category(service: Service) -> None:
+    """Figures 12-13: each profile's page against its previous day's, Jaccard and edit
+    distance, both lists; equal to a recount, and per category in the report."""
+    study, rng = "pers-days", random.Random(8)
+    today = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0)
+    pages: dict[tuple[str, str], list[tuple[datetime, list[tuple[str, str]]]]] = {}
+    events = []
+    for d, day in enumerate((4, 3, 1)):  # a gap: day 1's previous day is day 3
+        for r, (query, category) in enumerate((("q news", "news"), ("q gadgets", "gadgets"))):
+            base = [f"https://{category}{i}.example/" for i in range(10)]
+            for profile in PROFILES[:3]:
+                urls = page(rng, base, 0.2, f"d{d}")
+                event = snapshot(r, query, profile, urls, today - timedelta(days=day))
+                event["study_id"], event["round_id"] = study, f"{study}-d{d}-r{r}"
+                event["query_category"] = category
+                events.append(event)
+                pages.setdefault((profile[0], query), []).append(
+                    (today - timedelta(days=day), [(c["type"], c["url"]) for c in event["results"]])
+                )
+    # a second, later page the same day does not count: the first of the day does
+    late_page = snapshot(
+        9, "q news", PROFILES[0], ["https://later.example/"] * 10, today - timedelta(days=1, hours=-3)
+    )
+    late_page["study_id"], late_page["round_id"], late_page["query_category"] = study, f"{study}-late", "news"
+    assert service.post([*events, late_page]).status == 202
+
+    def stored() -> list[dict[str, Any]]:
+        return service.sql(f"SELECT * FROM personalization_consistency WHERE study_id = '{study}'")
+
+    rows = wait_for(lambda: len(got := stored()) == 3 * 2 * 2 * 2 and got, 60, "consistency rows")
+    by_key = {(r["profile_id"], r["query"], r["links"], str(r["day"])): r for r in rows}
+    for (profile, query), seen in pages.items():
+        for links in LINKS:
+            days = [DayPage(moment.date(), links_of(items, links)) for moment, items in seen]
+            for day, previous, jaccard, edit in day_to_day(days):
+                got = by_key[(profile, query, links, day.isoformat())]
+                assert str(got["previous_day"]) == previous.isoformat()
+                assert got["jaccard"] == pytest.approx(jaccard) and got["edit_distance"] == edit
+
+    args = ["report", "personalization", "--study", study, "--url", service.url, "--api-key", service.api_key]
+    result = CliRunner().invoke(app, [*args, "--format", "json", "--links", "organic"])
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout)
+    organic = [r for r in rows if r["links"] == "organic"]
+    for row in doc["consistency"]:
+        mine = [
+            r for r in organic if r["query_category"] == row["query_category"] and r["role"] == row["role"]
+        ]
+        assert row["day_pairs"] == len(mine) == 2
+        assert row["jaccard"] == pytest.approx(sum(r["jaccard"] for r in mine) / 2, abs=1e-4)
+        assert row["edit_distance"] == pytest.approx(sum(r["edit_distance"] for r in mine) / 2, abs=0.01)
+    assert {r["query_category"] for r in doc["consistency"]} == {"news", "gadgets"}

@@ -98,7 +98,9 @@ def test_crawler_measures_planted_personalization(tmp_path: Path, service: Servi
                 recount[kind] += changed_at_rank(control, pages[round_id, profile])
     by_treatment = {
         row["treatment"]: row
-        for row in service.sql(f"SELECT * FROM personalization_by_treatment WHERE study_id = '{STUDY}'")
+        for row in service.sql(
+            f"SELECT * FROM personalization_by_treatment WHERE study_id = '{STUDY}' AND links = 'organic'"
+        )
     }
     login = by_treatment["logged_in"]
     noise_share = sum(recount["noise"]) / len(recount["noise"])

@@ -95,7 +95,7 @@ FIXTURES = [
     ('bing', 'r1', 'c2', 'c1', '2026-11-04 00:00:00', 1, 0, 0.9, now64(6))""",
 ]
 STUB_COLUMNS = {
-    "personalization_by_rank": "'' AS study_id, toUInt16(1) AS rank, '' AS treatment, "
+    "personalization_by_rank": "'' AS study_id, 'primary' AS links, toUInt16(1) AS rank, '' AS treatment, "
     "0.0 AS changed_treatment, 0.0 AS changed_noise, 0.0 AS personalization, toUInt64(0) AS pairs",
 }
 

@@ -1,0 +1,201 @@
+-- Personalization as the paper compares it (issue 17), and two of its figures.
+--
+-- 1. Every round is compared on two lists (analytics/stats/personalization.py: LINKS):
+--    links = 'primary', the paper's: the primary link of every result of the main column in
+--    page order (boxes such as news or videos by the link they lead to, those without one,
+--    such as related searches, by their type as a static label; ads, shopping ads and the
+--    knowledge panel are not results), and links = 'organic', the organic results only (what
+--    0008 compared). The pairs move to agg_personalization_link_pairs, which has links in
+--    its key (a sorting key cannot gain a column with a default); the rows of earlier rounds
+--    come over as 'organic' (their primary rows appear when a round is recomputed, e.g. by
+--    a replay). Every summary view gains a links column: filter on it
+--    (`WHERE links = 'primary'`); `report personalization --links` does.
+-- 2. Rank-1 movement (the paper's Figure 16): rank1_from is where a treatment's new rank-1
+--    result was on the control's page, rank1_to where the control's rank-1 result went on
+--    the treatment's page (1-based, whole first page; 0 = not on the page, i.e. evicted),
+--    set when rank1_moved. personalization_rank1 counts them.
+-- 3. Day-to-day consistency (Figures 12-13) with Jaccard and edit distance, computed by the
+--    worker (the unrestricted Damerau-Levenshtein distance of the pairs; ClickHouse's own
+--    is the restricted one) into agg_personalization_consistency: each profile's first
+--    usable page of a query on a day (the crawler's clock, sent_at: the day the page was
+--    fetched, however late it was sent) against the previous day it saw the query.
+
+CREATE TABLE IF NOT EXISTS agg_personalization_link_pairs
+(
+    study_id         LowCardinality(String),
+    round_id         String,
+    query            String,
+    query_category   LowCardinality(String),
+    engine           LowCardinality(String),
+    round_started_at DateTime64(3, 'UTC'),
+    links            LowCardinality(String),
+    kind             LowCardinality(String),
+    treatment        LowCardinality(String),
+    profile_a        LowCardinality(String),
+    profile_b        LowCardinality(String),
+    jaccard          Float64,
+    edit_distance    UInt16,
+    changed          Array(UInt8),
+    rank1_moved      UInt8,
+    rank1_from       UInt8,
+    rank1_to         UInt8,
+    computed_at      DateTime64(6, 'UTC')
+)
+ENGINE = ReplacingMergeTree(computed_at)
+PARTITION BY toYYYYMM(round_started_at)
+ORDER BY (study_id, round_id, query, links, kind, profile_a, profile_b);
+
+INSERT INTO agg_personalization_link_pairs
+SELECT study_id, round_id, query, query_category, engine, round_started_at, 'organic', kind,
+       treatment, profile_a, profile_b, jaccard, edit_distance, changed, rank1_moved, 0, 0,
+       computed_at
+FROM agg_personalization_pairs FINAL;
+
+DROP TABLE IF EXISTS agg_personalization_pairs;
+
+CREATE OR REPLACE VIEW personalization_pairs AS
+SELECT study_id, round_id, query, query_category, engine, round_started_at, links, kind, treatment,
+       profile_a, profile_b, jaccard, edit_distance, changed, rank1_moved, rank1_from, rank1_to
+FROM agg_personalization_link_pairs FINAL;
+
+CREATE OR REPLACE VIEW personalization_by_rank AS
+SELECT t.study_id AS study_id, t.links AS links, t.rank AS rank, t.treatment AS treatment,
+       t.changed_treatment AS changed_treatment,
+       if(n.noise_pairs = 0, NULL, n.changed_noise) AS changed_noise,
+       if(n.noise_pairs = 0, NULL, t.changed_treatment - n.changed_noise) AS personalization,
+       t.pairs AS pairs
+FROM
+(
+    SELECT study_id, links, treatment, rank, avg(changed[rank]) AS changed_treatment, count() AS pairs
+    FROM personalization_pairs ARRAY JOIN arrayEnumerate(changed) AS rank
+    WHERE kind = 'treatment'
+    GROUP BY study_id, links, treatment, rank
+) AS t
+LEFT JOIN
+(
+    SELECT study_id, links, rank, avg(changed[rank]) AS changed_noise, count() AS noise_pairs
+    FROM personalization_pairs ARRAY JOIN arrayEnumerate(changed) AS rank
+    WHERE kind = 'noise'
+    GROUP BY study_id, links, rank
+) AS n ON n.study_id = t.study_id AND n.links = t.links AND n.rank = t.rank;
+
+CREATE OR REPLACE VIEW personalization_by_treatment AS
+SELECT t.study_id AS study_id, t.links AS links, t.treatment AS treatment, t.jaccard AS jaccard,
+       if(n.noise_pairs = 0, NULL, n.jaccard) AS jaccard_noise, t.edit_distance AS edit_distance,
+       if(n.noise_pairs = 0, NULL, n.edit_distance) AS edit_distance_noise, t.changed AS changed,
+       if(n.noise_pairs = 0, NULL, n.changed) AS changed_noise,
+       if(n.noise_pairs = 0, NULL, t.changed - n.changed) AS personalization, t.pairs AS pairs
+FROM
+(
+    SELECT study_id, links, treatment, avg(jaccard) AS jaccard, avg(edit_distance) AS edit_distance,
+           avg(arrayAvg(changed)) AS changed, count() AS pairs
+    FROM personalization_pairs WHERE kind = 'treatment'
+    GROUP BY study_id, links, treatment
+) AS t
+LEFT JOIN
+(
+    SELECT study_id, links, avg(jaccard) AS jaccard, avg(edit_distance) AS edit_distance,
+           avg(arrayAvg(changed)) AS changed, count() AS noise_pairs
+    FROM personalization_pairs WHERE kind = 'noise'
+    GROUP BY study_id, links
+) AS n ON n.study_id = t.study_id AND n.links = t.links;
+
+CREATE OR REPLACE VIEW personalization_by_query AS
+SELECT t.study_id AS study_id, t.links AS links, t.query AS query, t.query_category AS query_category,
+       t.treatment AS treatment, t.changed AS changed,
+       if(n.noise_pairs = 0, NULL, n.changed) AS changed_noise,
+       if(n.noise_pairs = 0, NULL, t.changed - n.changed) AS personalization, t.jaccard AS jaccard,
+       if(n.noise_pairs = 0, NULL, n.jaccard) AS jaccard_noise, t.pairs AS pairs
+FROM
+(
+    SELECT study_id, links, query, any(query_category) AS query_category, treatment,
+           avg(arrayAvg(changed)) AS changed, avg(jaccard) AS jaccard, count() AS pairs
+    FROM personalization_pairs WHERE kind = 'treatment'
+    GROUP BY study_id, links, query, treatment
+) AS t
+LEFT JOIN
+(
+    SELECT study_id, links, query, avg(arrayAvg(changed)) AS changed, avg(jaccard) AS jaccard,
+           count() AS noise_pairs
+    FROM personalization_pairs WHERE kind = 'noise'
+    GROUP BY study_id, links, query
+) AS n ON n.study_id = t.study_id AND n.links = t.links AND n.query = t.query;
+
+CREATE OR REPLACE VIEW personalization_by_category AS
+SELECT t.study_id AS study_id, t.links AS links, t.query_category AS query_category, t.treatment AS treatment,
+       t.changed AS changed, if(n.noise_pairs = 0, NULL, n.changed) AS changed_noise,
+       if(n.noise_pairs = 0, NULL, t.changed - n.changed) AS personalization,
+       t.rank1_moved AS rank1_moved, if(n.noise_pairs = 0, NULL, n.rank1_moved) AS rank1_moved_noise,
+       t.pairs AS pairs
+FROM
+(
+    SELECT study_id, links, query_category, treatment, avg(arrayAvg(changed)) AS changed,
+           avg(rank1_moved) AS rank1_moved, count() AS pairs
+    FROM personalization_pairs WHERE kind = 'treatment'
+    GROUP BY study_id, links, query_category, treatment
+) AS t
+LEFT JOIN
+(
+    SELECT study_id, links, query_category, avg(arrayAvg(changed)) AS changed, avg(rank1_moved) AS rank1_moved,
+           count() AS noise_pairs
+    FROM personalization_pairs WHERE kind = 'noise'
+    GROUP BY study_id, links, query_category
+) AS n ON n.study_id = t.study_id AND n.links = t.links AND n.query_category = t.query_category;
+
+CREATE OR REPLACE VIEW personalization_overall AS
+SELECT t.study_id AS study_id, t.links AS links, t.changed AS changed,
+       if(n.noise_pairs = 0, NULL, n.changed) AS changed_noise,
+       if(n.noise_pairs = 0, NULL, t.changed - n.changed) AS personalization,
+       t.rank1_moved AS rank1_moved, if(n.noise_pairs = 0, NULL, n.rank1_moved) AS rank1_moved_noise,
+       t.pairs AS pairs, n.noise_pairs AS noise_pairs
+FROM
+(
+    SELECT study_id, links, avg(arrayAvg(changed)) AS changed, avg(rank1_moved) AS rank1_moved, count() AS pairs
+    FROM personalization_pairs WHERE kind = 'treatment'
+    GROUP BY study_id, links
+) AS t
+LEFT JOIN
+(
+    SELECT study_id, links, avg(arrayAvg(changed)) AS changed, avg(rank1_moved) AS rank1_moved,
+           count() AS noise_pairs
+    FROM personalization_pairs WHERE kind = 'noise'
+    GROUP BY study_id, links
+) AS n ON n.study_id = t.study_id AND n.links = t.links;
+
+-- Figure 16: where new rank-1 results came from and where old ones went, per treatment
+-- (kind 'treatment') and for the noise pair; rank 0 = not on the page.
+CREATE OR REPLACE VIEW personalization_rank1 AS
+SELECT study_id, links, kind, treatment, 'came_from' AS direction, rank1_from AS rank,
+       count() AS pairs
+FROM personalization_pairs
+WHERE rank1_moved = 1
+GROUP BY study_id, links, kind, treatment, rank
+UNION ALL
+SELECT study_id, links, kind, treatment, 'moved_to' AS direction, rank1_to AS rank,
+       count() AS pairs
+FROM personalization_pairs
+WHERE rank1_moved = 1
+GROUP BY study_id, links, kind, treatment, rank;
+
+CREATE TABLE IF NOT EXISTS agg_personalization_consistency
+(
+    study_id       LowCardinality(String),
+    profile_id     LowCardinality(String),
+    role           LowCardinality(String),
+    treatment      LowCardinality(String),
+    query          String,
+    query_category LowCardinality(String),
+    links          LowCardinality(String),
+    day            Date,
+    previous_day   Date,
+    jaccard        Float64,
+    edit_distance  UInt16,
+    computed_at    DateTime64(6, 'UTC')
+)
+ENGINE = ReplacingMergeTree(computed_at)
+ORDER BY (study_id, profile_id, query, links, day);
+
+CREATE OR REPLACE VIEW personalization_consistency AS
+SELECT study_id, profile_id, role, treatment, query, query_category, links, day, previous_day,
+       jaccard, edit_distance
+FROM agg_personalization_consistency FINAL;
