@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from analytics.stats.arrangement import element_shares, performative_power_lower_bound
+from analytics.stats.arrangement_subsets import QUINTILE, SUBSETS, subset_names
 from analytics.stats.arrangement_table import (
     ArmRow,
     InstallArmCounts,
@@ -41,24 +42,6 @@ REPLICATES = 200
 """Bootstrap replicates (``figure3``'s default, the analyst views' ``range(200)``)."""
 STUDY_AGE_CAP = 7
 """``arrangement_install`` keeps days since install up to 7 (7 = seven or more)."""
-QUINTILE = re.compile(r"(no_ads_no_box_)?n_candidates_q([1-5])")
-"""Quintiles of the "About N results" figure over the whole selection, or within the pages
-without ads or a box (the paper's Figure 6, right)."""
-SUBSETS = {
-    "all": "1",
-    "ads_or_box": "(ads_present = 1 OR box_present = 1)",
-    "no_ads_no_box": "(ads_present = 0 AND box_present = 0)",
-    "box": "box_present = 1",
-    "ssr_c1_c2": "ssr_c1_c2 = 1",
-    "ads_no_box": "(ads_present = 1 AND box_present = 0)",
-    "no_ssr_c1_c2": "ssr_c1_c2 = 0",
-}
-
-
-def subset_names() -> list[str]:
-    """Every subset ``report experiment --subset`` and the analyst views take."""
-    quintiles = [f"{p}n_candidates_q{k}" for p in ("", "no_ads_no_box_") for k in range(1, 6)]
-    return [*SUBSETS, *quintiles]
 
 
 @dataclass(frozen=True)
@@ -71,19 +54,23 @@ class ReportQuery:
     since: date | datetime | None = None
     until: date | datetime | None = None
     unit_mode: str = "click"
+    slices: bool = False
+    """Read the 10-second slices whatever the range (time windows: ``at_slice_resolution``)."""
 
     @property
     def _fine(self) -> bool:
         """Times of day were given: read the 10-second slices instead of whole days."""
-        return isinstance(self.since, datetime) or isinstance(self.until, datetime)
+        return self.slices or isinstance(self.since, datetime) or isinstance(self.until, datetime)
 
     @property
     def study_wide(self) -> bool:
         """The whole study with a burn-in the study-wide rows keep (at most 7 days) and a
-        subset they can select: read ``arrangement_install``, whose size grows with the
-        installs, not with the events. Time ranges and quintiles read the slices."""
+        named subset: read ``agg_arrangement_install_subset``, one row per install, arm,
+        age and identified for each subset, whose size grows with the installs, not with
+        the events. Time ranges and quintiles read the per-day or 10-second rows."""
         return (
-            self.since is None
+            not self.slices
+            and self.since is None
             and self.until is None
             and 0 <= self.burn_in_days <= STUDY_AGE_CAP
             and self.subset in SUBSETS
@@ -92,7 +79,7 @@ class ReportQuery:
     @property
     def _source(self) -> str:
         if self.study_wide:
-            return "arrangement_install"
+            return "agg_arrangement_install_subset FINAL"
         return "agg_arrangement_10s FINAL" if self._fine else "arrangement_install_day"
 
     def _time_conditions(self) -> list[str]:
@@ -124,6 +111,8 @@ class ReportQuery:
         return " AND ".join(parts)
 
     def _subset_condition(self, preprocessing: bool) -> str:
+        if self.study_wide:
+            return f"subset = {quote(self.subset)}"
         if self.subset in SUBSETS:
             return SUBSETS[self.subset]
         quintile = QUINTILE.fullmatch(self.subset)
@@ -226,7 +215,7 @@ class ReportQuery:
                 return moment
             return datetime.combine(moment + timedelta(days=days), time())
 
-        return replace(self, since=start(self.since, 0), until=start(self.until, 1))
+        return replace(self, since=start(self.since, 0), until=start(self.until, 1), slices=True)
 
 
 WINDOWS = {"1m": 60, "1h": 3600, "1d": 86400}
@@ -380,8 +369,14 @@ def arrays_from_arrow(table: Any, ranks: int, prefix: str = "c", units: str = "n
 def element_totals(arrays: PerInstallArrays) -> list[dict[str, Any]]:
     """Clicks per element type and arm (the columns of ``element_shares_sql``), summed from
     the per-install element columns."""
-    sums = np.zeros((len(arrays.arm_names), len(ELEMENTS)))
-    np.add.at(sums, arrays.arm_codes, arrays.clicks)
+    n = len(arrays.arm_names)
+    sums = np.stack(
+        [
+            np.bincount(arrays.arm_codes, weights=arrays.clicks[:, j], minlength=n)
+            for j in range(len(ELEMENTS))
+        ],
+        axis=1,
+    )
     present = np.unique(arrays.arm_codes)
     rows = [
         {"arm": arrays.arm_names[a], **{k: int(v) for k, v in zip(ELEMENTS, sums[a], strict=True)}}
@@ -446,6 +441,18 @@ async def run_experiment_report(
         unweighted=table(per_install, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
     )
+
+
+class _ReplicateWeights:
+    """The bootstrap weights [install, replicate] of a set of installs as float64, computed
+    once and looked up by key for each table that needs some of them."""
+
+    def __init__(self, keys: np.ndarray, seed: int) -> None:
+        self.keys = np.unique(keys)
+        self.matrix = weights_for_keys(self.keys, REPLICATES, seed).astype(np.float64)
+
+    def __call__(self, installs: np.ndarray) -> np.ndarray:
+        return self.matrix[np.searchsorted(self.keys, installs)]
 
 
 def profiles_sql(experiment_id: str, seed: int) -> str:

@@ -83,7 +83,8 @@ class WeightCache:
 
     def __init__(self, max_installs: int = 1_000_000) -> None:
         self.max_installs = max_installs
-        self._rows: dict[tuple[int, int], tuple[dict[int, int], np.ndarray]] = {}
+        # per (seed, replicates): the cached keys, sorted, and their weight rows in that order
+        self._rows: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     def get(self, install_ids: Sequence[str], replicates: int, seed: int) -> np.ndarray:
         keys = np.fromiter(
@@ -92,21 +93,27 @@ class WeightCache:
         return self.for_keys(keys, replicates, seed)
 
     def for_keys(self, keys: np.ndarray, replicates: int, seed: int) -> np.ndarray:
-        """uint8 [install, replicate] for installs given by their ``install_key`` under ``seed``."""
-        empty = np.zeros((0, replicates), np.uint8)
-        index, matrix = self._rows.get((seed, replicates), ({}, empty))
-        wanted = keys.tolist()
-        missing = list(dict.fromkeys(k for k in wanted if k not in index))
-        if missing:
-            if len(index) + len(missing) > self.max_installs:
-                index, matrix = {}, empty
-                missing = list(dict.fromkeys(wanted))
-            for n, key in enumerate(missing, start=len(index)):
-                index[key] = n
-            fresh = _weight_rows(np.asarray(missing, dtype=np.uint64), replicates)
-            matrix = np.concatenate([matrix, fresh])
-            self._rows[(seed, replicates)] = (index, matrix)
-        return matrix[np.fromiter((index[k] for k in wanted), dtype=np.int64, count=len(wanted))]
+        """uint8 [install, replicate] for installs given by their ``install_key`` under ``seed``
+        (looked up by binary search: no Python work per install)."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        known, matrix = self._rows.get(
+            (seed, replicates), (np.zeros(0, np.uint64), np.zeros((0, replicates), np.uint8))
+        )
+        at = np.searchsorted(known, keys)
+        found = at < known.size
+        found[found] = known[at[found]] == keys[found]
+        if not found.all():
+            missing = np.unique(keys[~found])
+            if known.size + missing.size > self.max_installs:
+                known, matrix = np.zeros(0, np.uint64), np.zeros((0, replicates), np.uint8)
+                missing = np.unique(keys)
+            merged = np.concatenate([known, missing])
+            order = np.argsort(merged, kind="stable")
+            known = merged[order]
+            matrix = np.concatenate([matrix, _weight_rows(missing, replicates)])[order]
+            self._rows[(seed, replicates)] = (known, matrix)
+            at = np.searchsorted(known, keys)
+        return matrix[at]
 
 
 _CACHE = WeightCache()

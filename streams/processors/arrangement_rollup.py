@@ -112,6 +112,7 @@ class ArrangementRollup:
             await self.store.execute(arrangement_stats.slices_sql(due.slices))
             for chunk in _chunks(sorted(due.installs), INSTALL_CHUNK):
                 await self.store.execute(arrangement_stats.installs_sql(chunk))
+                await self.store.execute(arrangement_stats.subsets_sql(chunk))
             self.metrics.rollup_seconds.observe(time.perf_counter() - started)
             self.metrics.rollup_batches.observe(len(due.waiters))
 

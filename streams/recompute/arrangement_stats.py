@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from analytics.stats.arrangement_subsets import subsets_array_sql
 from schemas.sql import quote
 from streams.recompute.clicks_by_rank import MAX_RANK, SLICE_S
 
@@ -119,3 +120,38 @@ def experiment_installs_sql(experiment_id: str, engine: str) -> str:
     a bulk import has recomputed its slices)."""
     where = f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
     return f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS})" + installs_select_sql(where)
+
+
+SUBSET_COLUMNS = (
+    "experiment_id, engine, subset, install_id, arm, install_age_days, identified, units, "
+    "impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, computed_at"
+)
+
+
+def subsets_select_sql(where: str) -> str:
+    """The per-subset study-wide rows of the installs ``where`` selects, summed from their
+    study-wide rows (so run right after those are recomputed)."""
+    return f"""
+SELECT experiment_id, engine, subset, install_id, arm, install_age_days, identified,
+       sum(units), sum(impressions), arrayMap(x -> toUInt64(x), sumForEach(clicks)),
+       sum(clicks_ad), sum(clicks_box), sum(clicks_ssr), sum(clicks_other), now64(6)
+FROM agg_arrangement_install FINAL
+ARRAY JOIN {subsets_array_sql()} AS subset
+WHERE {where}
+GROUP BY experiment_id, engine, subset, install_id, arm, install_age_days, identified
+"""
+
+
+def subsets_sql(keys: Collection[tuple[str, str, str]]) -> str:
+    """Recompute the per-subset rows of every (experiment, engine, install) in ``keys``."""
+    if not keys:
+        raise ValueError("no keys to recompute")
+    triples = ", ".join(f"({quote(e)}, {quote(g)}, {quote(i)})" for e, g, i in keys)
+    where = f"(experiment_id, engine, install_id) IN ({triples})"
+    return f"INSERT INTO agg_arrangement_install_subset ({SUBSET_COLUMNS})" + subsets_select_sql(where)
+
+
+def experiment_subsets_sql(experiment_id: str, engine: str) -> str:
+    """Recompute the per-subset rows of one experiment and engine (after a bulk import)."""
+    where = f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
+    return f"INSERT INTO agg_arrangement_install_subset ({SUBSET_COLUMNS})" + subsets_select_sql(where)

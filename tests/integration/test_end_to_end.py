@@ -96,6 +96,12 @@ SELECT install_id, engine, arm,
 FROM extension_events WHERE experiment_id = '{exp}'
 GROUP BY install_id, engine, arm, age, ident, ads, boxp, ssr
 """
+SUBSET_NAMES = ("all", "ads_or_box", "no_ads_no_box", "box", "ssr_c1_c2", "ads_no_box", "no_ssr_c1_c2")
+SUBSET_STORED = """
+SELECT subset, install_id, engine, arm, install_age_days AS age, identified AS ident, units,
+       impressions, clicks[1] AS c1, clicks[2] AS c2, clicks_box AS box_clicks
+FROM arrangement_install_subset WHERE experiment_id = '{exp}'
+"""
 STUDY_STORED = """
 SELECT install_id, engine, arm, install_age_days AS age, identified AS ident, ads_present AS ads,
        box_present AS boxp, ssr_c1_c2 AS ssr, units, impressions, clicks[1] AS c1, clicks[2] AS c2,
@@ -116,6 +122,37 @@ def assert_study_install_rows_exact(svc: Service, exp: str) -> None:
         return bool(recount) and keyed(svc.sql(STUDY_STORED.format(exp=exp))) == recount
 
     wait_for(matches, 90, f"arrangement_install of {exp} = recount")
+
+    def in_subset(name: str, ads: int, boxp: int, ssr: int) -> bool:
+        return {
+            "all": True,
+            "ads_or_box": ads == 1 or boxp == 1,
+            "no_ads_no_box": ads == 0 and boxp == 0,
+            "box": boxp == 1,
+            "ssr_c1_c2": ssr == 1,
+            "ads_no_box": ads == 1 and boxp == 0,
+            "no_ssr_c1_c2": ssr == 0,
+        }[name]
+
+    def subsets_match() -> bool:
+        """And the per-subset rows (what reports read) equal the recount, summed per subset."""
+        expected: dict[tuple, list[int]] = {}
+        for r in svc.sql(STUDY_RECOUNT.format(exp=exp)):
+            for name in SUBSET_NAMES:
+                if in_subset(name, r["ads"], r["boxp"], r["ssr"]):
+                    key = (name, r["install_id"], r["engine"], r["arm"], int(r["age"]), int(r["ident"]))
+                    sums = expected.setdefault(key, [0] * 5)
+                    for i, column in enumerate(("units", "impressions", "c1", "c2", "box_clicks")):
+                        sums[i] += int(r[column])
+        stored = {
+            (r["subset"], r["install_id"], r["engine"], r["arm"], int(r["age"]), int(r["ident"])): [
+                int(r[c]) for c in ("units", "impressions", "c1", "c2", "box_clicks")
+            ]
+            for r in svc.sql(SUBSET_STORED.format(exp=exp))
+        }
+        return bool(expected) and stored == expected
+
+    wait_for(subsets_match, 90, f"arrangement_install_subset of {exp} = recount")
 
 
 RANGE_STORED = """

@@ -270,7 +270,7 @@ def test_experiment_statements_are_the_reports() -> None:
     got = queries.experiment_sql(query)
     assert got["per_install"] == query.per_install_sql()
     assert got["drops"] == query.drops_sql() and got["shares"] == query.element_shares_sql()
-    assert "box_present = 1" in got["box_per_install"] and "install_age_days >= 2" in got["box_per_install"]
+    assert "subset = 'box'" in got["box_per_install"] and "install_age_days >= 2" in got["box_per_install"]
     assert "subject = 'exp\\'1/bing'" in got["srm_alerts"]
     assert "startsWith(crawl_id, 'st-')" in queries.autocomplete_sql("st-")["churn"]
     assert "LIMIT 7" in queries.alerts_sql(7)

@@ -61,3 +61,20 @@ def test_vectorized_weights_equal_the_scalar_reference_in_any_order() -> None:
         got = cache.get(ids, 25, seed=9)
         expected = np.array([[poisson1(unit_uniform(i, b, seed=9)) for b in range(25)] for i in ids])
         assert got.shape == (len(ids), 25) and np.array_equal(got, expected)
+
+
+def test_weight_cache_answers_in_the_order_asked_across_misses_repeats_and_eviction() -> None:
+    import numpy as np
+
+    from analytics.stats.bootstrap import WeightCache, _weight_rows
+
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 2**63, 50, dtype=np.uint64)
+    cache = WeightCache(max_installs=60)
+    first = cache.for_keys(keys[:30], 20, 0)
+    assert np.array_equal(first, _weight_rows(keys[:30], 20))
+    asked = np.concatenate([keys[40:], keys[5:35], keys[5:8]])  # new, known, and repeats
+    assert np.array_equal(cache.for_keys(asked, 20, 0), _weight_rows(asked, 20))
+    evicting = rng.integers(0, 2**63, 45, dtype=np.uint64)  # more than the cache keeps
+    assert np.array_equal(cache.for_keys(evicting, 20, 0), _weight_rows(evicting, 20))
+    assert np.array_equal(cache.for_keys(keys[:0], 20, 0), _weight_rows(keys[:0], 20))

@@ -1,0 +1,34 @@
+"""The page subsets of the arrangement analysis (the paper's Figures 4-6), as SQL conditions
+on the page context every per-install table keeps (ads, shopping box, SSR at c1/c2).
+
+One definition for the report (``analytics/reports/experiment.py``) and the worker, which
+keeps the study-wide rows of each subset (``streams/recompute/arrangement_stats.py``)."""
+
+from __future__ import annotations
+
+import re
+
+SUBSETS = {
+    "all": "1",
+    "ads_or_box": "(ads_present = 1 OR box_present = 1)",
+    "no_ads_no_box": "(ads_present = 0 AND box_present = 0)",
+    "box": "box_present = 1",
+    "ssr_c1_c2": "ssr_c1_c2 = 1",
+    "ads_no_box": "(ads_present = 1 AND box_present = 0)",
+    "no_ssr_c1_c2": "ssr_c1_c2 = 0",
+}
+QUINTILE = re.compile(r"(no_ads_no_box_)?n_candidates_q([1-5])")
+"""Quintiles of the "About N results" figure over the whole selection, or within the pages
+without ads or a box (the paper's Figure 6, right)."""
+
+
+def subset_names() -> list[str]:
+    """Every subset ``report experiment --subset`` and the analyst views take."""
+    quintiles = [f"{p}n_candidates_q{k}" for p in ("", "no_ads_no_box_") for k in range(1, 6)]
+    return [*SUBSETS, *quintiles]
+
+
+def subsets_array_sql() -> str:
+    """The named subsets a context row belongs to, as an array of names (for ARRAY JOIN)."""
+    pairs = ", ".join(f"('{name}', toUInt8({condition}))" for name, condition in SUBSETS.items())
+    return f"arrayMap(s -> s.1, arrayFilter(s -> s.2 = 1, [{pairs}]))"
