@@ -212,6 +212,12 @@ class SerpSnapshot(_Event):
     coverage: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] | None = None
     """Share of the page's visible blocks the parser's rules claimed (None: not parsed, or an
     older crawler); below ``KNOWN_LAYOUT`` the page has a layout the rules do not know."""
+    consent: Literal["none", "accepted", "rejected", "left", "failed"] = "none"
+    """What the crawler did about a consent wall in front of this page: none met, accepted,
+    rejected, left as it was, or failed (the wall stayed after pressing its button)."""
+    loaded_at: Timestamp | None = None
+    """When the page had finished loading (HTTP: the body read; browser: the end of its load
+    event, after any consent wall). None: no page came. Per round, ``max - min`` is the load skew."""
 
 
 # --- 2.3 autocomplete crawls ----------------------------------------------------------

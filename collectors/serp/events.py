@@ -3,7 +3,9 @@
 One ``serp_snapshot`` per (round, profile). The event id is UUIDv5 of (study, round,
 profile, query): a round re-sent after a crash or by ``crawl reparse`` has the same
 ids, and ingest keeps one copy. ``sent_at`` is when the profile's recorded request
-started, so ``max(sent_at) - min(sent_at)`` over a round is its lock-step skew.
+started, so ``max(sent_at) - min(sent_at)`` over a round is its lock-step skew;
+``loaded_at`` is when its page had finished loading (``max - min``: the load skew), and
+``consent`` what was done about a consent wall (``none`` when the page had none).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ def snapshot_event(
     raw_ref: str,
     sent_at: datetime,
     coverage: float | None = None,
+    consent: str = "",
+    loaded_at: datetime | None = None,
 ) -> dict[str, Any]:
     model = SerpSnapshot(
         type="serp_snapshot",
@@ -65,8 +69,17 @@ def snapshot_event(
         status=status,
         raw_ref=raw_ref,
         coverage=coverage if status == "ok" else None,
+        consent=consent or "none",
+        loaded_at=loaded_at,
     )
     return model.model_dump(mode="json")
+
+
+def _loaded_at(profile: Mapping[str, Any]) -> datetime | None:
+    """When the profile's page had finished loading; None without a page (or an older journal)."""
+    if not profile.get("http_status") or not profile.get("answered_at"):
+        return None
+    return datetime.fromisoformat(profile["answered_at"])
 
 
 def round_events(record: Mapping[str, Any], *, study_id: str | None = None) -> list[dict[str, Any]]:
@@ -89,6 +102,8 @@ def round_events(record: Mapping[str, Any], *, study_id: str | None = None) -> l
             raw_ref=p["raw_ref"],
             sent_at=datetime.fromisoformat(p["sent_at"]),
             coverage=p.get("coverage"),  # absent in journals written before issue 13
+            consent=p.get("consent", ""),
+            loaded_at=_loaded_at(p),
         )
         for p in record["profiles"]
     ]
