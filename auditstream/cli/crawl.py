@@ -14,7 +14,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -490,6 +490,10 @@ def _print_pages(summary: StudySummary) -> None:
     for profile, outcomes in sorted(summary.consent().items()):
         text = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
         console.print(f"consent walls met by {profile}: {text}")
+    for profile, steps in sorted(summary.history().items()):
+        text = ", ".join(f"{n} {status}" for status, n in sorted(steps.items()))
+        colour = "" if set(steps) == {"ok"} else "[yellow]"
+        console.print(f"{colour}history steps of {profile}: {text}")
     blocks = {p: c["captcha"] + c["blocked"] for p, c in summary.statuses().items()}
     if blocks := {p: n for p, n in blocks.items() if n}:
         console.print(
@@ -529,6 +533,13 @@ runs. It drives /usr/bin/chromium (apt-get install chromium; nothing is download
 rendered (after its scripts ran). A consent wall is accepted, rejected or left as
 the study's consent says; CAPTCHA and block pages are found in the rendered page,
 counted, and not asked again within their round. The end of the run says how many.
+
+History: a profile's [[profiles.history]] steps (search, search and click a
+result, visit a page, wait) run in its own session before each pass through the
+queries, timed to end before the pass's first slot; a profile with
+carry_over_wait searches each round's pair (the query's preceded_by) that long
+before the slot: the carry-over experiment (examples/carry-over.toml). Steps never
+move a slot; each is archived and journaled, and --check shows their plan.
 
 Logged-in profiles: sign in to the account in an ordinary browser (a fresh browser
 profile per account, best through the proxy the study profile will use), export
@@ -638,7 +649,7 @@ def _print_study_plan(spec: Study) -> None:
     """``crawl serp --check``: the study as understood, and its first slots."""
     from collectors.serp.schedule import Grid
 
-    grid = Grid.of(spec, spec.study.start or datetime.now(UTC))
+    grid = Grid.of(spec, spec.study.start or datetime.now(UTC) + timedelta(seconds=spec.lead(0)))
     roles = ", ".join(f"{p.id} ({p.role}{': ' + p.treatment if p.treatment else ''})" for p in spec.profiles)
     console.print(f"study {spec.id} on {spec.study.engine}: {len(spec.queries)} queries, profiles {roles}")
     when = "" if spec.study.start else " if it started now"
@@ -649,3 +660,22 @@ def _print_study_plan(spec: Study) -> None:
     for k in range(min(spec.total_rounds, 5)):
         query = spec.queries[grid.query_index(k)].text
         console.print(f"  {grid.round_id(k)} at {grid.slot(k).isoformat()}: {query!r}")
+    _print_history_plan(spec)
+
+
+def _print_history_plan(spec: Study) -> None:
+    """What each profile does before round 0's query, timed from its slot."""
+    for profile in spec.profiles:
+        steps = spec.steps(profile, 0)
+        if not steps:
+            continue
+        if profile.carry_over_wait is not None:
+            console.print(
+                f"{profile.id} ({profile.treatment}) searches each pair's first query "
+                f"{profile.carry_over_wait:g}s before the slot"
+            )
+            continue
+        console.print(f"{profile.id} before each pass (seconds before its first slot):")
+        for step in steps:
+            click = f", then clicks result {step.click!r}" if step.click is not None else ""
+            console.print(f"  {-step.at:g}s: {step.kind} {step.target!r}{click}")

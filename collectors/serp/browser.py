@@ -31,12 +31,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 import orjson
 from yarl import URL
@@ -77,6 +77,15 @@ GONE_JS = """(walls) => document.readyState === 'complete' && !walls.some(s => {
   return el !== null && el.getClientRects().length > 0;
 })"""
 """The wall is gone (navigated away or closed) and the page it left is loaded."""
+
+
+LINK_JS = """(href) =>
+  [...document.querySelectorAll('a[href]')].find(a => a.getAttribute('href') === href) || null"""
+"""The first link whose ``href`` attribute is exactly the one given (as the page's HTML has it)."""
+
+
+class _NoLink(Exception):
+    """The link to click is not on the page."""
 
 
 def _import_playwright() -> Any:
@@ -283,6 +292,37 @@ class BrowserFetcher:
             log.warning("profile %s: %d expired cookies of its file not imported", self.profile.id, skipped)
 
     async def fetch(self, url: str, *, time_limit: float) -> Fetched:
+        """A result page: loaded, then its consent wall dealt with as the study says."""
+        return await self._load(
+            url, time_limit, lambda ms: self._page.goto(url, wait_until="load", timeout=ms)
+        )
+
+    async def visit(self, url: str, *, time_limit: float) -> Fetched:
+        """Any page (browsing history): loaded as it comes, no consent button pressed."""
+        return await self._load(
+            url, time_limit, lambda ms: self._page.goto(url, wait_until="load", timeout=ms), walls=False
+        )
+
+    async def click(self, href: str, *, page_url: str, time_limit: float) -> Fetched:
+        """Click the link whose ``href`` attribute is ``href`` on the page shown (the one just
+        fetched), with the mouse, as a person would: the engine's click tracking runs."""
+
+        async def follow(ms: float) -> Any:
+            found = await self._page.evaluate_handle(LINK_JS, href)
+            link = found.as_element()
+            if link is None:
+                raise _NoLink(f"no link {href[:80]!r} on {page_url[:80]}")
+            async with self._page.expect_navigation(wait_until="load", timeout=ms) as navigation:
+                await link.click(timeout=ms)
+            return await navigation.value
+
+        return await self._load(urljoin(page_url, href), time_limit, follow, walls=False)
+
+    async def _load(
+        self, url: str, time_limit: float, navigate: Callable[[float], Awaitable[Any]], *, walls: bool = True
+    ) -> Fetched:
+        """Run ``navigate`` (given its time limit in ms) on the profile's page and keep the page
+        it leads to as rendered; a consent wall on it is dealt with when ``walls``."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + time_limit
         self._status = None
@@ -290,9 +330,9 @@ class BrowserFetcher:
             async with asyncio.timeout(time_limit):
                 if self._gone:
                     await self._relaunch()
-                response = await self._page.goto(url, wait_until="load", timeout=time_limit * 1000)
+                response = await navigate(time_limit * 1000)
                 state = await self._page.evaluate(PAGE_JS, self._wall)
-                wall = await self._consent(deadline) if state["wall"] else consent.NONE
+                wall = await self._consent(deadline) if walls and state["wall"] else consent.NONE
                 if wall in (consent.OUTCOMES["accept"], consent.OUTCOMES["reject"]):
                     state = await self._page.evaluate(PAGE_JS, self._wall)  # the page behind the wall
                 loaded = datetime.fromtimestamp(min(state["loaded"] / 1000, time.time()), UTC)
@@ -301,7 +341,7 @@ class BrowserFetcher:
             raw = Fetched(
                 self._page.url, status, body, loaded, "text/html", "utf-8", fetcher="browser", consent=wall
             )
-        except (self._error, TimeoutError, CrawlConfigError) as exc:
+        except (self._error, TimeoutError, CrawlConfigError, _NoLink) as exc:
             reason = "timeout" if isinstance(exc, (self._timeout, TimeoutError)) else network_error(exc)
             raw = Fetched(url, 0, b"", datetime.now(UTC), error=reason, fetcher="browser")
         try:

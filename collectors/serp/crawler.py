@@ -21,6 +21,17 @@ Round ``k`` has a slot ``T_k`` on the study's grid (``schedule``) and a deadline
    round (asking again within seconds only deepens a block), whatever its HTTP status;
 4. the round's events go to the sink in one batch, then ``emitted`` is journaled.
 
+History (``Study.steps``): a profile's history steps before a round (its scripted
+searches, clicks and visits before each pass, or a carry-over profile's first query of
+the pair) are run by the round's task before the slot: the round is set up (journaled as
+started) before its first step is due, each step starts at its planned time, its fetches
+are cut before the next step is due, and any step still running at the slot is cancelled,
+so the measured query is sent at the slot as in any round. Each step is recorded in the
+profile's part of the round record (``history``: action, target, planned and sent times,
+status, the archived page), and the pages are archived with ``history`` in their metadata.
+A pass whose history did not run (its first round missed) is not measured: its rounds
+are journaled ``missed``.
+
 Punctuality is a property of the schedule: every first attempt of a round is planned
 for the round's slot exactly (``planned_skew_ms`` is 0 unless a retry was recorded),
 which tests check exactly. How late a loaded machine actually sends (``skew_ms``,
@@ -58,10 +69,10 @@ from collectors.common.sinks import EventSink
 from collectors.serp.engines import SerpEngine
 from collectors.serp.events import round_events
 from collectors.serp.page import Fetched, Fetcher
-from collectors.serp.parser import ParsedSerp, parse_serp
+from collectors.serp.parser import ParsedSerp, click_target, parse_serp
 from collectors.serp.schedule import Grid
 from collectors.serp.state import StudyJournal
-from collectors.serp.study import Profile, Study
+from collectors.serp.study import PlannedStep, Profile, Study
 from schemas.events import KNOWN_LAYOUT
 
 log = logging.getLogger(__name__)
@@ -71,6 +82,8 @@ FAILED = frozenset({"captcha", "blocked", "error"})
 
 PREPARE_S = 0.25
 """A round is set up (journaled as started) this long before its slot, so the launch is on time."""
+HISTORY_GUARD_S = 0.1
+"""A history step's fetches end this long before the next step (or the slot) is due."""
 
 
 async def _sleep_until(ts: float) -> None:
@@ -106,6 +119,8 @@ class RoundReport:
     over_tolerance: bool = False
     consent: dict[str, str] = field(default_factory=dict)
     """Profile -> what happened with a consent wall, for the profiles that met one."""
+    history: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Profile -> its history steps before this round's query, by status (ok, error, ...)."""
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> RoundReport:
@@ -126,7 +141,18 @@ class RoundReport:
             record.get("load_skew_ms"),
             bool(record.get("over_tolerance")),
             {p["profile_id"]: p["consent"] for p in record["profiles"] if p.get("consent")},
+            {
+                p["profile_id"]: dict(Counter(h["status"] for h in p["history"]))
+                for p in record["profiles"]
+                if p.get("history")
+            },
         )
+
+    @property
+    def history_failed(self) -> dict[str, int]:
+        """Profile -> history steps of this round that did not end with a page (or were skipped)."""
+        out = {p: sum(n for status, n in c.items() if status != "ok") for p, c in self.history.items()}
+        return {p: n for p, n in out.items() if n}
 
 
 @dataclass
@@ -175,6 +201,14 @@ class StudySummary:
                 out.setdefault(profile, Counter())[status] += 1
         return out
 
+    def history(self) -> dict[str, Counter[str]]:
+        """Profile -> its history steps over the study, by status."""
+        out: dict[str, Counter[str]] = {}
+        for r in self.rounds:
+            for profile, counts in r.history.items():
+                out.setdefault(profile, Counter()).update(counts)
+        return out
+
 
 def summarize(journal: StudyJournal, total_rounds: int) -> StudySummary:
     """The study so far, from its journal (every run, not only this one)."""
@@ -205,6 +239,21 @@ class _Attempt:
 
 
 @dataclass
+class _Step:
+    """One history step as done: what, when planned and sent, and the page it got (None: not
+    fetched, ``detail`` says why)."""
+
+    action: str
+    """search, click or visit"""
+    target: str
+    """The query, the clicked result's URL (or the click asked for), or the visited URL."""
+    planned: float
+    started: float
+    raw: RawResponse | None = None
+    detail: str = ""
+
+
+@dataclass
 class _Run:
     journal: StudyJournal
     study: Study
@@ -219,7 +268,11 @@ class _Run:
     records: dict[int, dict[str, Any]] = field(default_factory=dict)
     emitted: set[int] = field(default_factory=set)
     missed: set[int] = field(default_factory=set)
+    ready_passes: set[int] = field(default_factory=set)
+    """Passes through the query list whose history ran (their first round ran its history)."""
     _delivering: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _busy: dict[str, asyncio.Lock] = field(default_factory=dict)
+    """One lock per profile: its fetcher (a browser page) does one thing at a time."""
 
     def __post_init__(self) -> None:
         self.backoff = Backoff(
@@ -228,6 +281,9 @@ class _Run:
         self.records = {int(r["round"]): r for r in self.journal.of("round")}
         self.emitted = self.journal.rounds("emitted")
         self.missed = self.journal.rounds("missed")
+        n = len(self.study.queries)
+        self.ready_passes = {k // n for k in self.records if k % n == 0}
+        self._busy = {p.id: asyncio.Lock() for p in self.study.profiles}
 
     async def _append(self, record: dict[str, Any]) -> None:
         await asyncio.to_thread(self.journal.append, record)
@@ -244,18 +300,25 @@ class _Run:
         for k in sorted(started - set(self.records) - self.missed):
             await self._miss(k, "interrupted mid-round (the crawler stopped); never emitted")
         await self.deliver()
-        delay_ok = self.study.max_start_delay
+        delay_ok, n = self.study.max_start_delay, len(self.study.queries)
         async with asyncio.TaskGroup() as tg:
             for k in range(self.grid.total):
                 if k in self.records or k in self.missed:
                     continue
                 slot = self.grid.slot(k).timestamp()
-                if (late := time.time() - slot) > delay_ok:
-                    await self._miss(k, f"its slot passed {late:.3f}s before the crawler reached it")
+                begin = slot - self.study.lead(k)  # the first history step, else the slot
+                what = "its slot" if begin == slot else "the start of its history"
+                if (late := time.time() - begin) > delay_ok:
+                    await self._miss(k, f"{what} passed {late:.3f}s before the crawler reached it")
                     continue
-                await _sleep_until(slot - min(PREPARE_S, self.study.study.spacing / 4))
-                if (late := time.time() - slot) > delay_ok:
+                await _sleep_until(begin - min(PREPARE_S, self.study.study.spacing / 4))
+                if (late := time.time() - begin) > delay_ok:
                     await self._miss(k, f"started {late:.3f}s late (more than max_start_delay)")
+                    continue
+                if self.study.pass_history and k % n and k // n not in self.ready_passes:
+                    await self._miss(
+                        k, "the history before its pass did not run (the pass's first round was missed)"
+                    )
                     continue
                 tg.create_task(self._round(k, slot))
         await self.deliver()
@@ -266,12 +329,18 @@ class _Run:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (slot + self.study.round_timeout - time.time())
         await self._append({"kind": "round_started", "round": k})  # fsynced before the slot, not in it
+        histories = await self._histories(k, slot)
+        if k % len(self.study.queries) == 0:
+            self.ready_passes.add(k // len(self.study.queries))
         await _sleep_until(slot)
         async with asyncio.TaskGroup() as tg:
             tasks = [tg.create_task(self._fetch(p, url, deadline, slot)) for p in self.study.profiles]
         attempts = [t.result() for t in tasks]
         profiles = await asyncio.gather(
-            *(self._record(p, a, query.text, k) for p, a in zip(self.study.profiles, attempts, strict=True))
+            *(
+                self._record(p, a, query.text, k, histories.get(p.id, []))
+                for p, a in zip(self.study.profiles, attempts, strict=True)
+            )
         )
         starts = [datetime.fromisoformat(p["sent_at"]).timestamp() for p in profiles]
         loads = [a.raw.fetched_at.timestamp() for a in attempts if a.raw.http_status]
@@ -304,11 +373,136 @@ class _Run:
         self._tell(report)
         await self.deliver()
 
+    async def _histories(self, k: int, slot: float) -> dict[str, list[_Step]]:
+        """Every profile's history steps before round ``k`` (run side by side), done by the slot:
+        each step's fetches are cut before the next step is due, and a step still running at
+        the slot (a fetcher that overran its limit) is cancelled, so the slot never moves."""
+        plans = {p.id: (p, steps) for p in self.study.profiles if (steps := self.study.steps(p, k))}
+        done: dict[str, list[_Step]] = {pid: [] for pid in plans}
+        if not plans:
+            return done
+        tasks = [
+            asyncio.create_task(self._history(p, steps, slot, done[p.id]), name=f"history {p.id}")
+            for p, steps in plans.values()
+        ]
+        try:
+            await asyncio.wait(tasks, timeout=max(slot - time.time(), 0.0))
+        finally:
+            for task in tasks:
+                task.cancel()
+            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
+        return done
+
+    async def _history(
+        self, profile: Profile, steps: tuple[PlannedStep, ...], slot: float, done: list[_Step]
+    ) -> None:
+        """Run ``profile``'s steps at their planned times, appending each to ``done`` as it starts
+        (so a step cut at the slot is on record as cut)."""
+        fetcher, limit_s = self.fetchers[profile.id], self.study.study.fetch_timeout
+        for step in steps:
+            planned, until = slot + step.at, slot + step.until - HISTORY_GUARD_S
+            await _sleep_until(planned)
+            action = "search" if step.kind == "search" else "visit"
+            started = time.time()
+            if (left := until - started) <= 0:
+                done.append(
+                    _Step(action, step.target, planned, started, None, "no time left before the next step")
+                )
+                continue
+            done.append(_Step(action, step.target, planned, started, None, "still running at the slot: cut"))
+            async with self._busy[profile.id]:
+                if step.kind == "search":
+                    url = self.engine.url(step.target, self.study.study.url_params)
+                    raw = await fetcher.fetch(url, time_limit=min(limit_s, left))
+                else:
+                    raw = await fetcher.visit(step.target, time_limit=min(limit_s, left))
+            done[-1] = _Step(action, step.target, planned, started, raw)
+            if step.click is not None:
+                now = time.time()
+                done.append(_Step("click", str(step.click), now, now, None, "still running at the slot: cut"))
+                done[-1] = await self._click(profile, raw, step.click, until)
+
+    async def _click(self, profile: Profile, page: RawResponse, click: int | str, until: float) -> _Step:
+        """Click a result of the search page just fetched (``click``: a rank or a URL part)."""
+        now = time.time()
+        if not page.http_status or not page.body:
+            return _Step("click", str(click), now, now, None, "the search got no page")
+        target = await asyncio.to_thread(click_target, self.engine.name, page.body, click)
+        if target is None:
+            return _Step("click", str(click), now, now, None, f"no organic result {click!r} on the page")
+        href, result_url = target
+        started = time.time()
+        if (left := until - started) <= 0:
+            return _Step("click", result_url, now, started, None, "no time left before the next step")
+        async with self._busy[profile.id]:
+            raw = await self.fetchers[profile.id].click(
+                href, page_url=page.url, time_limit=min(self.study.study.fetch_timeout, left)
+            )
+        return _Step("click", result_url, now, started, raw)
+
+    async def _history_record(self, profile: Profile, k: int, steps: list[_Step]) -> list[dict[str, Any]]:
+        """The journal's account of a profile's history steps; each page got is archived (a
+        search page is parsed for its status: a CAPTCHA there is a block like any other)."""
+        out = []
+        for step in steps:
+            raw = step.raw
+            entry: dict[str, Any] = {
+                "action": step.action,
+                "target": step.target,
+                "planned_at": _iso_ms(step.planned),
+                "sent_at": _iso_ms(step.started),
+                "http_status": raw.http_status if raw is not None else 0,
+                "url": raw.url if raw is not None else "",
+                "consent": raw.consent if isinstance(raw, Fetched) else "",
+                "raw_ref": "",
+                "detail": step.detail or (raw.error if raw is not None else ""),
+            }
+            if raw is None:
+                entry["status"] = "skipped"
+            elif not raw.http_status:
+                entry["status"] = "error"
+            else:
+                meta = {
+                    "engine": self.engine.name,
+                    "url": raw.url,
+                    "query": step.target if step.action == "search" else "",
+                    "profile": profile.id,
+                    "round_id": self.grid.round_id(k),
+                    "history": step.action,
+                    "status": raw.http_status,
+                    "fetched_at": raw.fetched_at.isoformat(),
+                    "content_type": raw.content_type,
+                    "charset": raw.charset,
+                    "fetcher": self.study.study.fetcher,
+                    "consent": entry["consent"],
+                }
+                entry["raw_ref"] = await asyncio.to_thread(self.archive.put, raw.body, meta)
+                entry["answered_at"] = raw.fetched_at.isoformat(timespec="milliseconds")
+                if step.action == "search":
+                    parsed = await asyncio.to_thread(
+                        parse_serp, self.engine.name, raw.body, http_status=raw.http_status
+                    )
+                    entry["status"], entry["detail"] = parsed.status, parsed.detail
+                    REQUESTS.labels(
+                        self.engine.name, {"captcha": "blocked"}.get(parsed.status, parsed.status)
+                    ).inc()
+                else:
+                    entry["status"] = "ok" if raw.http_status < 400 else "error"
+            out.append(entry)
+        return out
+
     def _tell(self, report: RoundReport) -> None:
         """What the operator should hear about a round: failures, consent walls, a wide skew."""
         failed = {p: s for p, s in report.statuses.items() if s in FAILED}
         if failed:
             self.notify(f"round {report.round_id}: {failed}")
+        if report.history_failed:
+            self.notify(
+                f"round {report.round_id}: history steps that did not go as planned: {report.history_failed}"
+            )
         if report.consent:
             walls = ", ".join(f"{p} {outcome}" for p, outcome in sorted(report.consent.items()))
             self.notify(f"round {report.round_id}: consent wall ({self.study.study.consent}): {walls}")
@@ -332,7 +526,8 @@ class _Run:
             if remaining <= 0:
                 raw = RawResponse(url, 0, b"", datetime.now(UTC), error="round deadline passed")
             else:
-                raw = await fetcher.fetch(url, time_limit=min(self.study.study.fetch_timeout, remaining))
+                async with self._busy[profile.id]:
+                    raw = await fetcher.fetch(url, time_limit=min(self.study.study.fetch_timeout, remaining))
             attempts += 1
             if not retryable(raw.http_status) or attempts > self.study.study.retries:
                 break
@@ -355,8 +550,11 @@ class _Run:
             return False
         return parse_serp(self.engine.name, raw.body, http_status=raw.http_status).status == "captcha"
 
-    async def _record(self, profile: Profile, attempt: _Attempt, query: str, k: int) -> dict[str, Any]:
-        """Archive and parse one profile's answer: its part of the round record."""
+    async def _record(
+        self, profile: Profile, attempt: _Attempt, query: str, k: int, history: list[_Step]
+    ) -> dict[str, Any]:
+        """Archive and parse one profile's answer (and its history's pages): its part of the
+        round record."""
         raw = attempt.raw
         fetcher = self.study.study.fetcher
         consent = raw.consent if isinstance(raw, Fetched) else ""
@@ -398,7 +596,7 @@ class _Run:
             log.warning(
                 "%s %s %r: %s (%s)", self.grid.round_id(k), profile.id, query, parsed.status, parsed.detail
             )
-        return {
+        record = {
             "profile_id": profile.id,
             "role": profile.role,
             "treatment": profile.treatment,
@@ -418,6 +616,9 @@ class _Run:
             "coverage": parsed.coverage,
             "parse_errors": len(parsed.errors),
         }
+        if history:
+            record["history"] = await self._history_record(profile, k, history)
+        return record
 
     async def deliver(self) -> bool:
         """Emit every recorded round not yet emitted, oldest first; False if the sink failed."""

@@ -18,6 +18,7 @@ import pickle
 from collections.abc import AsyncIterator, Mapping
 from http.cookies import Morsel
 from pathlib import Path
+from urllib.parse import urljoin
 
 import aiohttp
 from yarl import URL
@@ -77,10 +78,24 @@ class HttpFetcher:
                 self.jar.update_cookies({cookie.name: morsel}, response_url=URL(f"https://{cookie.domain}/"))
 
     async def fetch(self, url: str, *, time_limit: float) -> Fetched:
+        return await self._get(url, time_limit)
+
+    async def visit(self, url: str, *, time_limit: float) -> Fetched:
+        return await self._get(url, time_limit)
+
+    async def click(self, href: str, *, page_url: str, time_limit: float) -> Fetched:
+        """GET the link as it stands in the page (an engine's click redirect included), with
+        the page as the referrer, as a browser following it would."""
+        return await self._get(urljoin(page_url, href), time_limit, {"Referer": page_url})
+
+    async def _get(self, url: str, time_limit: float, headers: dict[str, str] | None = None) -> Fetched:
         try:
             async with asyncio.timeout(time_limit):
                 async with self._session.get(
-                    url, proxy=self.profile.proxy, timeout=aiohttp.ClientTimeout(total=time_limit)
+                    url,
+                    proxy=self.profile.proxy,
+                    headers=headers,
+                    timeout=aiohttp.ClientTimeout(total=time_limit),
                 ) as resp:
                     raw = await raw_response(resp, str(resp.url), MAX_BODY_BYTES)
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:

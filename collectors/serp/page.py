@@ -26,7 +26,18 @@ class Fetched(RawResponse):
 
 
 class Fetcher(Protocol):
-    async def fetch(self, url: str, *, time_limit: float) -> RawResponse: ...
+    async def fetch(self, url: str, *, time_limit: float) -> RawResponse:
+        """A result page of the engine (a browser deals with a consent wall on it)."""
+        ...
+
+    async def visit(self, url: str, *, time_limit: float) -> RawResponse:
+        """Any page, in the profile's session (history: browsing)."""
+        ...
+
+    async def click(self, href: str, *, page_url: str, time_limit: float) -> RawResponse:
+        """Follow the link ``href`` of the page just fetched from ``page_url`` (history: a
+        click on a result), as the profile: a browser clicks the link itself."""
+        ...
 
     async def aclose(self) -> None: ...
 

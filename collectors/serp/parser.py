@@ -121,6 +121,24 @@ def parse_serp(engine: str, html: str | bytes, *, http_status: int = 200) -> Par
         return ParsedSerp("error", detail=f"{CRASH_PREFIX}{type(exc).__name__}: {exc}"[:300])
 
 
+def click_target(engine: str, html: str | bytes, click: int | str) -> tuple[str, str] | None:
+    """The organic result a history step clicks: the ``click``-th one (1-based), or the first
+    whose normalized URL contains ``click``, as ``(href as written in the page, normalized
+    URL)``; None when the page has no such result (or cannot be read)."""
+    try:
+        links = organic_links(LexborHTMLParser(decode(html)), load_rules(engine))
+    except Exception:  # total like parse_serp: a page it cannot read has nothing to click
+        log.warning("no click target read from a %s page", engine, exc_info=True)
+        return None
+    if isinstance(click, int):
+        pick = links[click - 1] if click <= len(links) else None
+    else:
+        pick = next((link for link in links if click in link[1]), None)
+    if pick is None:
+        return None
+    return pick[0].attributes.get("href") or "", pick[1]
+
+
 def decode(html: str | bytes) -> str:
     """Text of a page: UTF-8 unless a ``charset`` near the top says otherwise; bad bytes replaced."""
     if isinstance(html, str):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from collectors.common.archive import Archive
@@ -36,7 +36,8 @@ async def crawl_study(
     ``browser`` says how to run Chromium for a browser study.
 
     A new study without a ``start`` begins its grid once every profile's fetcher is up
-    (browsers take seconds to launch), so round 0 is not missed waiting for them.
+    (browsers take seconds to launch), so round 0 is not missed waiting for them, and far
+    enough ahead for round 0's history steps (``Study.lead``).
     """
     engine = SERP_ENGINES[study.study.engine].with_endpoint(endpoint)
     with StudyStore(state_dir).open(study, datetime.now(UTC)) as journal:
@@ -51,8 +52,9 @@ async def crawl_study(
             browser_dir=journal.directory / "browser",
             browser=browser,
         ) as fetchers:
-            if study.study.start is None and not journal.records:
-                await asyncio.to_thread(journal.start_grid, datetime.now(UTC))
+            if study.study.start is None and not journal.records:  # round 0's history runs first
+                first = datetime.now(UTC) + timedelta(seconds=study.lead(0))
+                await asyncio.to_thread(journal.start_grid, first)
             return await run_study(
                 journal,
                 study,

@@ -120,7 +120,8 @@ class StudyStore:
                     f"study {study.id} started at {doc['start']}, the file now says {given}"
                 )
         else:
-            start = study.study.start.astimezone(UTC) if study.study.start else _first_slot(now)
+            lead = timedelta(seconds=study.lead(0))  # round 0's history steps come first
+            start = study.study.start.astimezone(UTC) if study.study.start else _first_slot(now + lead)
             doc = {
                 "study": study.model_dump(mode="json"),
                 "fingerprint": study.fingerprint(),

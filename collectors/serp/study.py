@@ -20,10 +20,12 @@ Format (``collectors/serp/examples/study.toml`` is a complete example)::
     skew_tolerance = "5s"      # optional: rounds whose profiles sent or loaded further apart are flagged
                                # (default 10% of spacing, at most 5 s)
     url_params = { hl = "en" } # optional: extra parameters on every search URL
+    history_step = "10s"       # optional: start to start of two history steps (default 10 s)
 
     [[queries]]                # run in this order, one per round, cycling
     text = "urban outfitters"
     category = "places"
+    preceded_by = "hawaii"     # carry-over studies only: the pair's first query (see below)
 
     [[profiles]]               # one control, one control_twin (configured like the control), treatments
     id = "control"
@@ -42,10 +44,36 @@ Format (``collectors/serp/examples/study.toml`` is a complete example)::
     role = "treatment"
     treatment = "logged_in"    # feature and value, e.g. "location=Boston"; "" for the controls
 
+    [[profiles]]               # a history profile (the paper's search, click and browsing history)
+    id = "golfer"
+    role = "treatment"
+    treatment = "search_history=golf"
+    [[profiles.history]]       # steps run before each pass through the queries
+    search = "golf clubs"
+    click = 1                  # optional: then click organic result 1 (or the first whose URL has a text)
+    [[profiles.history]]
+    wait = "2m"                # the next step starts 2 minutes after the previous one
+    [[profiles.history]]
+    visit = "https://www.example.com/golf"
+
+    [[profiles]]               # a carry-over profile: searches each query's preceded_by 5 min before it
+    id = "wait-5m"
+    role = "treatment"         # labelled treatment = "carry_over:wait=300s" unless it says otherwise
+    carry_over_wait = "5m"
+
 Durations are seconds (a number) or a number with ms, s, m, h or d. Times are slots
 on a fixed grid from ``start`` (see ``schedule``): a slow round never delays the next.
 The control_twin must match the control in everything but its id and proxy (user agent,
-language, cookie clearing, viewport, time zone). A ``cookies_file`` is read when the
+language, cookie clearing, viewport, time zone, history).
+
+History steps are timed backwards from the slot of each pass's first round (``steps``):
+steps start ``history_step`` apart, or a ``wait`` apart where one follows a step, and the
+first query comes one ``spacing`` after the last step (so the history carries over into
+no measured query) unless a trailing ``wait`` says otherwise. With more than one pass the
+history must fit between the last round of a pass and the next pass (give ``days``). A
+carry-over profile searches the round query's ``preceded_by`` its ``carry_over_wait``
+before every slot; the wait must fit in ``spacing - round_timeout``, and every query then
+needs a ``preceded_by``. A ``cookies_file`` is read when the
 study is loaded, so a malformed line stops it before anything runs (see ``cookies``).
 """
 
@@ -55,6 +83,7 @@ import hashlib
 import re
 import tomllib
 import zoneinfo
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -77,9 +106,9 @@ from collectors.serp.cookies import read_cookies
 from collectors.serp.engines import SERP_ENGINES
 
 ROUND_DIGITS = 4
-TWIN_FIELDS = ("user_agent", "language", "clear_cookies", "viewport", "timezone")
+TWIN_FIELDS = ("user_agent", "language", "clear_cookies", "viewport", "timezone", "history")
 """What the control_twin must share with the control (its proxy differs: another address)."""
-LATER_PROFILE = ("viewport", "timezone")
+LATER_PROFILE = ("viewport", "timezone", "history", "carry_over_wait")
 """Profile settings added after studies were saved: in the fingerprint only when set."""
 MAX_ID = 64
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
@@ -99,6 +128,13 @@ def parse_duration(value: Any) -> Any:
 
 
 Seconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+
+
+def carry_over_treatment(wait: float) -> str:
+    """The treatment label of a carry-over profile: ``carry_over:wait=300s``."""
+    return f"carry_over:wait={wait:g}s"
+
+
 Ident = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:=-]{0,63}$")]
 
 
@@ -106,9 +142,67 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+QueryText = Annotated[str, StringConstraints(min_length=1, max_length=512)]
+PageUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)]
+
+
 class Query(_Strict):
-    text: Annotated[str, StringConstraints(min_length=1, max_length=512)]
+    text: QueryText
     category: Annotated[str, StringConstraints(max_length=64)] = ""
+    preceded_by: QueryText | None = None
+    """Carry-over studies: query A of the pair (A, B = ``text``), searched by each carry-over
+    profile its ``carry_over_wait`` before the round's slot."""
+
+    @model_validator(mode="after")
+    def _a_pair_of_two(self) -> Query:
+        if self.preceded_by is not None and self.preceded_by.strip().lower() == self.text.strip().lower():
+            raise ValueError(f"query {self.text!r} cannot be preceded by itself")
+        return self
+
+
+class HistoryStep(_Strict):
+    """One step of a profile's history: exactly one of ``search``, ``visit`` or ``wait``.
+
+    ``click`` (with ``search``) then clicks a result of that search's page: an organic
+    result's rank (1 = the first), or the first organic result whose URL contains the text.
+    """
+
+    search: QueryText | None = None
+    click: Annotated[int, Field(ge=1, le=100)] | Annotated[str, StringConstraints(min_length=1)] | None = None
+    visit: PageUrl | None = None
+    wait: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> HistoryStep:
+        kinds = [k for k in ("search", "visit", "wait") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(
+                "a history step is one of search = '...', visit = 'https://...' or wait = '5m' "
+                f"(got {', '.join(kinds) or 'none'})"
+            )
+        if self.click is not None and self.search is None:
+            raise ValueError("click goes with a search (it clicks a result of that search's page)")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "search" if self.search is not None else "visit" if self.visit is not None else "wait"
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """A history step of one round, timed against the round's slot (seconds, negative: before it).
+
+    It starts at ``slot + at`` and must be done by ``slot + until`` (the next step's start,
+    or the slot): its fetches are cut there, so the measured query is never delayed.
+    """
+
+    kind: Literal["search", "visit"]
+    target: str
+    """The query searched, or the URL visited."""
+    at: float
+    until: float
+    click: int | str | None = None
 
 
 class Profile(_Strict):
@@ -125,6 +219,27 @@ class Profile(_Strict):
     """``WIDTHxHEIGHT`` in CSS pixels (browser fetcher)."""
     timezone: str | None = None
     """An IANA time zone such as ``Europe/Zurich`` (browser fetcher)."""
+    history: Annotated[list[HistoryStep], Field(max_length=1000)] | None = None
+    """Steps run before each pass through the query list (see ``history_plan``)."""
+    carry_over_wait: Seconds | None = None
+    """Carry-over treatment: search the round query's ``preceded_by`` this long before every slot."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _carry_over_label(cls, data: Any) -> Any:
+        """A carry-over profile is labelled with its wait unless it says otherwise."""
+        if (
+            isinstance(data, dict)
+            and data.get("role") == "treatment"
+            and data.get("carry_over_wait") is not None
+            and not data.get("treatment")
+        ):
+            try:
+                wait = float(parse_duration(data["carry_over_wait"]))
+            except (TypeError, ValueError):
+                return data  # the field's own validation says what is wrong
+            return {**data, "treatment": carry_over_treatment(wait)}
+        return data
 
     @field_validator("timezone")
     @classmethod
@@ -135,6 +250,11 @@ class Profile(_Strict):
             except (zoneinfo.ZoneInfoNotFoundError, ValueError):
                 raise ValueError(f"unknown time zone {value!r} (an IANA name, e.g. Europe/Zurich)") from None
         return value
+
+    @field_validator("history")
+    @classmethod
+    def _no_empty_history(cls, value: list[HistoryStep] | None) -> list[HistoryStep] | None:
+        return value or None
 
     @field_validator("proxy")
     @classmethod
@@ -157,6 +277,12 @@ class Profile(_Strict):
             raise ValueError(f"profile {self.id}: a treatment profile needs treatment = 'feature=value'")
         if self.role != "treatment" and self.treatment:
             raise ValueError(f"profile {self.id}: the {self.role} has no treatment (leave it out)")
+        if self.carry_over_wait is not None and self.role != "treatment":
+            raise ValueError(f"profile {self.id}: carry_over_wait is for treatment profiles")
+        if self.carry_over_wait is not None and self.history:
+            raise ValueError(f"profile {self.id}: a carry-over profile has no other history")
+        if self.history and self.history[0].wait is not None:
+            raise ValueError(f"profile {self.id}: a history starts with a search or a visit, not a wait")
         return self
 
 
@@ -177,6 +303,8 @@ class StudyHeader(_Strict):
     consent: Action = "leave"
     skew_tolerance: Seconds | None = None
     url_params: dict[str, str] = {}
+    history_step: Seconds = 10.0
+    """Start to start of two history steps, unless a ``wait`` between them says otherwise."""
 
 
 class Study(_Strict):
@@ -207,6 +335,7 @@ class Study(_Strict):
             )
         if self.round_timeout >= s.spacing:
             raise ValueError("round_timeout must be shorter than spacing (a round ends before the next)")
+        self._history_fits()
         if s.period is not None and s.days is None:
             raise ValueError("period only applies with days")
         if s.days is not None and self.period < len(self.queries) * s.spacing:
@@ -217,6 +346,90 @@ class Study(_Strict):
         if len(s.id) + 2 + max(ROUND_DIGITS, len(str(self.total_rounds - 1))) > MAX_ID:
             raise ValueError(f"study id too long for round ids '<id>-rNNNN' of at most {MAX_ID} characters")
         return self
+
+    def _history_fits(self) -> None:
+        """Carry-over pairs are complete, and every history ends before its round's slot and
+        starts after the previous round's deadline (a profile does one thing at a time)."""
+        s = self.study
+        carry = [p for p in self.profiles if p.carry_over_wait is not None]
+        paired = sum(q.preceded_by is not None for q in self.queries)
+        if carry and paired != len(self.queries):
+            raise ValueError(
+                "carry-over profiles (carry_over_wait) need every query to name its pair's first "
+                "query (preceded_by = '...')"
+            )
+        if paired and not carry:
+            raise ValueError("preceded_by is searched by carry-over profiles; no profile has carry_over_wait")
+        gap = s.spacing - self.round_timeout
+        for p in carry:
+            assert p.carry_over_wait is not None
+            if p.carry_over_wait > gap:
+                raise ValueError(
+                    f"profile {p.id}: carry_over_wait {p.carry_over_wait:g}s does not fit between a "
+                    f"round's deadline and the next slot ({gap:g}s: spacing minus round_timeout; a "
+                    "longer spacing or a shorter round_timeout makes room)"
+                )
+        if self.total_rounds <= len(self.queries):
+            return  # one pass: its history runs before the first slot
+        room = self.period - (len(self.queries) - 1) * s.spacing - self.round_timeout
+        for p in self.profiles:
+            if p.history and (lead := self._timeline(p.history)[1]) > room:
+                raise ValueError(
+                    f"profile {p.id}: its history takes {lead:g}s before each pass through the queries, "
+                    f"but passes leave {room:g}s from the last round's deadline to the next pass "
+                    "(give days, a longer period, or a shorter history)"
+                )
+
+    def _timeline(self, history: list[HistoryStep]) -> tuple[list[tuple[HistoryStep, float]], float]:
+        """Each step's start from the history's start, and the history's length up to the slot.
+
+        Steps start ``history_step`` apart, unless waits follow a step: then the next starts
+        that long after it. After the last step the slot comes after its trailing waits, or
+        one ``spacing`` (the study's gap between queries, so history carries over into no
+        measured query)."""
+        out: list[tuple[HistoryStep, float]] = []
+        t = 0.0
+        actions = [i for i, step in enumerate(history) if step.wait is None]
+        for n, i in enumerate(actions):
+            out.append((history[i], t))
+            end = actions[n + 1] if n + 1 < len(actions) else len(history)
+            waits = [w.wait for w in history[i + 1 : end] if w.wait is not None]
+            if waits:
+                t += sum(waits)
+            else:
+                t += self.study.history_step if n + 1 < len(actions) else self.study.spacing
+        return out, t
+
+    def steps(self, profile: Profile, k: int) -> tuple[PlannedStep, ...]:
+        """What ``profile`` does before round ``k``'s query: its history before the first round
+        of each pass, or a carry-over profile's first query of the pair before every round."""
+        if profile.carry_over_wait is not None:
+            first = self.queries[k % len(self.queries)].preceded_by
+            assert first is not None
+            return (PlannedStep("search", first, -profile.carry_over_wait, 0.0),)
+        if not profile.history or k % len(self.queries):
+            return ()
+        timeline, length = self._timeline(profile.history)
+        starts = [t - length for _, t in timeline] + [0.0]
+        return tuple(
+            PlannedStep(
+                "search" if step.search is not None else "visit",
+                step.search if step.search is not None else str(step.visit),
+                starts[i],
+                starts[i + 1],
+                step.click,
+            )
+            for i, (step, _) in enumerate(timeline)
+        )
+
+    def lead(self, k: int) -> float:
+        """Seconds before round ``k``'s slot that its first history step starts (0: none)."""
+        return max((-steps[0].at for p in self.profiles if (steps := self.steps(p, k))), default=0.0)
+
+    @property
+    def pass_history(self) -> bool:
+        """Whether some profile runs a history before each pass (so a pass needs it to have run)."""
+        return any(p.history for p in self.profiles)
 
     def profile(self, role: str) -> Profile:
         return next(p for p in self.profiles if p.role == role)
@@ -273,7 +486,7 @@ class Study(_Strict):
             "period": s.period,
             "fetcher": s.fetcher,
             "url_params": s.url_params,
-            "queries": [q.model_dump() for q in self.queries],
+            "queries": [q.model_dump(exclude_none=True) for q in self.queries],
             "profiles": [
                 p.model_dump(mode="json", exclude={"cookies", "cookies_file", *_unset(p, LATER_PROFILE)})
                 for p in self.profiles
@@ -281,11 +494,13 @@ class Study(_Strict):
         }
         if s.consent != "leave":
             doc["consent"] = s.consent
+        if self.pass_history:
+            doc["history_step"] = s.history_step
         return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def _unset(model: BaseModel, names: tuple[str, ...]) -> set[str]:
-    return {n for n in names if getattr(model, n) is None}
+    return {n for n in names if getattr(model, n) in (None, [])}
 
 
 def _format_errors(exc: ValidationError) -> str:

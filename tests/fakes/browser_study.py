@@ -11,7 +11,7 @@ throw-away certificate.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from collectors.serp.browser import BrowserOptions
@@ -56,8 +56,11 @@ def browser_study_file(
     skew_tolerance: str = "750ms",
     profiles: Sequence[tuple[str, str, str]] = PROFILES,
     fetcher: str = "browser",
+    extra: str = "",
+    profile_extra: Mapping[str, str] | None = None,
 ) -> Path:
-    """A lock-step study of ``profiles`` (the ``login`` one logged in by its cookies.txt)."""
+    """A lock-step study of ``profiles`` (the ``login`` one logged in by its cookies.txt);
+    ``extra`` adds lines to ``[study]``, ``profile_extra`` to a profile (by id) after its own."""
     write_cookies_txt(tmp_path / "login-cookies.txt", dict([LOGIN_COOKIE]))
     queries = "".join(
         f'\n[[queries]]\ntext = "{q}"\ncategory = "{c}"\n'
@@ -69,6 +72,7 @@ def browser_study_file(
         + f'user_agent = "{UA}"\nlanguage = "en-US"\ncookies = {{ profile = "{i}" }}\n'
         + f'viewport = "{VIEWPORT}"\ntimezone = "{zone(i)}"\n'
         + ('cookies_file = "login-cookies.txt"\n' if i == "login" else "")
+        + (profile_extra or {}).get(i, "")
         for i, r, t in profiles
     )
     consent_line = f'consent = "{consent}"\n' if fetcher == "browser" else ""
@@ -76,7 +80,7 @@ def browser_study_file(
         f'[study]\nid = "{study_id}"\nengine = "google"\nspacing = "{spacing}"\nrounds = {rounds}\n'
         f'round_timeout = "{round_timeout}"\nfetcher = "{fetcher}"\n{consent_line}'
         f'skew_tolerance = "{skew_tolerance}"\nretry_backoff = "50ms"\nmax_start_delay = "300ms"\n'
-        f"{queries}{people}"
+        f"{extra}{queries}{people}"
     )
     path = tmp_path / f"{study_id}.toml"
     path.write_text(text)

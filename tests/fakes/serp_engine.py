@@ -28,6 +28,13 @@ query (each lock-step round asks once, so it counts rounds, unless a profile mis
 one). Randomness is seeded by (seed, profile, query, round): a retried request in a
 round gets the same page. Every served page is logged in ``served`` (the exact truth).
 
+Carry-over (``carry_over_s``, the paper's Figure 3): a search that arrives less than
+``carry_over_s`` after the same profile searched another query has each rank replaced,
+with probability ``carry_over``, by a result of that previous query (logged in
+``Served.carried_from``). With ``click_redirect`` the organic links go through
+``/url?q=`` on the engine, so a click on a result reaches it; ``/page/NAME`` is any
+other page of its site (a visit). Both are logged in ``hits`` (``Hit.path``).
+
 On demand (:meth:`FakeSerpEngine.fail`): a 503, a 429 CAPTCHA page (Google's
 /sorry/ page; ``CAPTCHA_503``: the same behind a 503), a CAPTCHA page that only its
 script draws (``RENDERED_CAPTCHA``: a 200 whose HTML holds no sign of a CAPTCHA until
@@ -84,6 +91,13 @@ class FakeEngineScript:
     """profile id -> treatment value ("" for the controls)."""
     grid: tuple[float, float] | None = None
     """(Unix start, spacing in seconds) of the study: rounds by arrival time."""
+    carry_over_s: float = 0.0
+    """Carry-over: a search that comes less than this long after the same profile searched
+    another query has ``carry_over`` of its ranks replaced by results of that query."""
+    carry_over: float = 0.6
+    click_redirect: bool = False
+    """Organic links go through ``/url?q=`` on the engine (as on Google's page without
+    JavaScript), so a click reaches the engine: it is logged in ``hits``."""
 
     def p_personal(self, treatment: str) -> float:
         return self.personalization if treatment == self.personalized_treatment else 0.0
@@ -107,9 +121,11 @@ class FakeEngineScript:
         pool = [f"https://site{i:02d}.example/{slug}" for i in range(self.base_results * POOL)]
         return self._rng("base", query, round_).sample(pool, self.base_results)
 
-    def page_urls(self, profile: str, query: str, round_: int) -> list[str]:
-        """The organic URLs one profile gets in one round."""
+    def page_urls(self, profile: str, query: str, round_: int, carried_from: str = "") -> list[str]:
+        """The organic URLs one profile gets in one round (``carried_from``: the query whose
+        results carry over into this one)."""
         rng = self._rng("page", profile, query, round_)
+        carry = self._rng("carry", profile, query, round_)
         personal = self.p_personal(self.treatments.get(profile, ""))
         urls = []
         for rank, url in enumerate(self.base_urls(query, round_), start=1):
@@ -117,8 +133,17 @@ class FakeEngineScript:
                 url = f"https://noise.example/{profile}/{round_}/{rank}/{rng.getrandbits(32):08x}"
             if personal and rng.random() < personal:
                 url = f"https://personal.example/{profile}/{round_}/{rank}"
+            if carried_from and carry.random() < self.carry_over:
+                url = f"https://carry.example/{quote_plus(carried_from.lower())}/{rank}"
             urls.append(url)
         return urls
+
+    def carries(self, previous: tuple[str, float] | None, query: str, arrival: float) -> str:
+        """The query that carries over into a search for ``query`` arriving at ``arrival``, given
+        the profile's previous search ``(query, arrival)``; "" for none."""
+        if previous is None or not self.carry_over_s or previous[0] == query:
+            return ""
+        return previous[0] if arrival - previous[1] < self.carry_over_s else ""
 
     def round_at(self, arrival: float) -> int | None:
         if self.grid is None:
@@ -134,14 +159,18 @@ SEEN = """<script>document.documentElement.dataset.seen = [
 a page archived after its scripts ran carries it, the HTML as served does not."""
 
 
-def render_page(query: str, organic: Sequence[str], *, estimate: int = 123_000_000) -> str:
-    """A Google result page: fixed ads and boxes around ``organic`` (in page order)."""
+def render_page(
+    query: str, organic: Sequence[str], *, estimate: int = 123_000_000, click_redirect: bool = False
+) -> str:
+    """A Google result page: fixed ads and boxes around ``organic`` (in page order); with
+    ``click_redirect`` the organic links go through the engine's ``/url?q=``."""
     q, slug = html.escape(query), quote_plus(query)
 
     def result(url: str, n: int) -> str:
         u = html.escape(url)
+        href = html.escape(f"/url?q={quote_plus(url)}&sa=U") if click_redirect else u
         return (
-            f'<div class="MjjYud"><div class="g Ww4FFb tF2Cxc"><div class="yuRUbf"><a href="{u}" '
+            f'<div class="MjjYud"><div class="g Ww4FFb tF2Cxc"><div class="yuRUbf"><a href="{href}" '
             f'data-ved="2ahUKE{n}"><h3 class="LC20lb">Result {n} for {q}</h3><cite>{u}</cite></a></div>'
             f'<div class="VwiC3b">Snippet {n}.</div></div></div>'
         )
@@ -202,6 +231,8 @@ class Hit:
     user_agent: str
     accept_language: str
     host: str = ""
+    path: str = "/search"
+    """``/search``; ``/url`` (a click on a result: ``query`` is its target) or ``/page/...`` (a visit)."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +243,10 @@ class Served:
     query: str
     round: int
     organic: tuple[str, ...]
+    carried_from: str = ""
+    """The profile's previous query, when it carried over into this page."""
+    at: float = 0.0
+    """Arrival time of the request."""
 
 
 class FakeSerpEngine(ThreadedFake):
@@ -232,6 +267,8 @@ class FakeSerpEngine(ThreadedFake):
         self.walled: set[str] = set()
         """Profiles shown the consent wall until they carry a SOCS cookie."""
         self._consents: list[tuple[str, str]] = []
+        self._last_search: dict[str, tuple[str, float]] = {}
+        """Profile -> its latest search (query, arrival), for carry-over."""
 
     # --- scripting and observation (any thread) -----------------------------------------
 
@@ -258,6 +295,22 @@ class FakeSerpEngine(ThreadedFake):
 
     # --- serving --------------------------------------------------------------------------
 
+    def _hit(self, request: web.Request, arrival: float, query: str, answer: str) -> Hit:
+        """Log one request (under the lock)."""
+        hit = Hit(
+            arrival,
+            request.cookies.get("profile", "anonymous"),
+            query,
+            answer,
+            dict(request.cookies),
+            request.headers.get("User-Agent", ""),
+            request.headers.get("Accept-Language", ""),
+            request.host,
+            request.path,
+        )
+        self._hits.append(hit)
+        return hit
+
     async def _search(self, request: web.Request) -> web.Response:
         arrival = time.time()
         profile = request.cookies.get("profile", "anonymous")
@@ -265,20 +318,11 @@ class FakeSerpEngine(ThreadedFake):
         with self._lock:
             queue = self._scripts.get(profile)
             answer: int | str = queue.popleft() if queue else 200
-            self._hits.append(
-                Hit(
-                    arrival,
-                    profile,
-                    query,
-                    str(answer),
-                    dict(request.cookies),
-                    request.headers.get("User-Agent", ""),
-                    request.headers.get("Accept-Language", ""),
-                    request.host,
-                )
-            )
+            self._hit(request, arrival, query, str(answer))
             delay = self.delays.get(profile, 0.0)
             walled = profile in self.walled and "SOCS" not in request.cookies
+            carried_from = self.script.carries(self._last_search.get(profile), query, arrival)
+            self._last_search[profile] = (query, arrival)
         if answer == SLOW:
             delay, answer = max(delay, self.slow_s), 200
         if delay:
@@ -298,9 +342,10 @@ class FakeSerpEngine(ThreadedFake):
             if round_ is None:
                 round_ = self._pages[profile, query]
             self._pages[profile, query] += 1
-            organic = self.script.page_urls(profile, query, round_)
-            self._served.append(Served(profile, query, round_, tuple(organic)))
-        response = web.Response(text=render_page(query, organic), content_type="text/html")
+            organic = self.script.page_urls(profile, query, round_, carried_from)
+            self._served.append(Served(profile, query, round_, tuple(organic), carried_from, arrival))
+        page = render_page(query, organic, click_redirect=self.script.click_redirect)
+        response = web.Response(text=page, content_type="text/html")
         if "NID" not in request.cookies:  # a tracking cookie, as the engine sets one
             response.set_cookie("NID", hashlib.sha1(f"{profile}".encode()).hexdigest()[:16], path="/")
         return response
@@ -318,9 +363,36 @@ class FakeSerpEngine(ThreadedFake):
         response.set_cookie("SOCS", f"CAE{choice}", path="/", max_age=13 * 30 * 86400)
         return response
 
+    async def _click(self, request: web.Request) -> web.Response:
+        """A click on a result (Google's ``/url?q=``): logged, answered with a redirect notice
+        (the result's own site is not reachable from a test)."""
+        target = request.query.get("q", "")
+        with self._lock:
+            self._hit(request, time.time(), target, "click")
+        link = html.escape(target)
+        return web.Response(
+            text=f'<!doctype html><html><head><title>Redirect Notice</title></head><body><a href="{link}">'
+            f"{link}</a></body></html>",
+            content_type="text/html",
+        )
+
+    async def _page(self, request: web.Request) -> web.Response:
+        """Any other page of the engine's site (a visit): logged; sets a cookie of its own."""
+        with self._lock:
+            self._hit(request, time.time(), "", "visit")
+        response = web.Response(
+            text=f"<!doctype html><html><head><title>{html.escape(request.path)}</title></head>"
+            "<body><p>A page.</p></body></html>",
+            content_type="text/html",
+        )
+        response.set_cookie("VISITED", request.path.rsplit("/", 1)[-1][:32] or "root", path="/")
+        return response
+
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/search", self._search)
         app.router.add_post("/save", self._save)
+        app.router.add_get("/url", self._click)
+        app.router.add_get("/page/{name}", self._page)
 
 
 def consent_page(continue_to: str) -> str:

@@ -6,7 +6,7 @@ Shared by the SERP crawler tests, the personalization crawl test and ``bench.ser
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ PROFILES_5 = (
 )
 """Two personalized profiles beside control, twin and a location: the personalization test's."""
 UA = "Mozilla/5.0 (X11; Linux x86_64) auditstream-test"
+QUERIES: tuple[tuple[str, ...], ...] = (("coffee", "food"), ("pizza boston", "places"))
 
 
 def study_file(
@@ -40,23 +41,32 @@ def study_file(
     max_start_delay: str = "400ms",
     profiles: Sequence[tuple[str, str, str]] = PROFILES_4,
     extra: str = "",
+    queries: Sequence[tuple[str, ...]] = QUERIES,
+    profile_extra: Mapping[str, str] | None = None,
 ) -> tuple[Path, float]:
-    """A fast study starting ``lead_s`` from now; returns its path and start (Unix time)."""
+    """A fast study starting ``lead_s`` from now; returns its path and start (Unix time).
+
+    ``queries`` are (text, category) pairs, or (text, category, preceded_by) for a
+    carry-over study; ``profile_extra`` adds TOML lines to a profile (by id) after its own,
+    e.g. its ``[[profiles.history]]`` steps or ``carry_over_wait``.
+    """
     start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1 + lead_s)
-    queries = "".join(
-        f'\n[[queries]]\ntext = "{q}"\ncategory = "{c}"\n'
-        for q, c in (("coffee", "food"), ("pizza boston", "places"))
+    query_text = "".join(
+        f'\n[[queries]]\ntext = "{q[0]}"\ncategory = "{q[1]}"\n'
+        + (f'preceded_by = "{q[2]}"\n' if len(q) > 2 else "")
+        for q in queries
     )
     people = "".join(
         f'\n[[profiles]]\nid = "{i}"\nrole = "{r}"\n'
         + (f'treatment = "{t}"\n' if t else "")
         + f'user_agent = "{UA}"\nlanguage = "en-US"\ncookies = {{ profile = "{i}" }}\n'
+        + (profile_extra or {}).get(i, "")
         for i, r, t in profiles
     )
     text = (
         f'[study]\nid = "{study_id}"\nengine = "google"\nspacing = {spacing}\nrounds = {rounds}\n'
         f'start = {start.isoformat().replace("+00:00", "Z")}\nretry_backoff = "50ms"\n'
-        f'max_start_delay = "{max_start_delay}"\n{extra}\n{queries}{people}'
+        f'max_start_delay = "{max_start_delay}"\n{extra}\n{query_text}{people}'
     )
     path = tmp_path / f"{study_id}.toml"
     path.write_text(text)
