@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from analytics.reports.experiment import ReportQuery
 
 app = typer.Typer(
-    help="Reports: the minute aggregate (default), an experiment's Figure-3 table, composition.",
+    help="Reports: the minute aggregate (default), an experiment's Figure-3 table, its timeline, "
+    "page composition (pages), personalization and autocomplete studies, performative power "
+    "composition.",
     invoke_without_command=True,
 )
 
@@ -405,6 +407,34 @@ def _run_sections(
         print_result(run_sql(url, api_key, statements[section]), "csv")
         return None
     return {name: run_sql(url, api_key, sql) for name, sql in statements.items()}
+
+
+@app.command()
+def pages(
+    experiment_id: Annotated[str, typer.Argument(help="The experiment id")],
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+    format: Format = "table",
+) -> None:
+    """The paper's Figure 8: how first result pages were composed, per engine, for pages shown
+    (serp_view) and pages that led to a click: the share with ads on top, with a shopping box,
+    with any specialized result (SSR) and with an SSR at position 2 (view page_composition)."""
+    from schemas.sql import quote
+
+    result = run_sql(
+        url,
+        api_key,
+        "SELECT engine, pages_of, pages, round(share_with_ads, 4) AS share_with_ads, "
+        "round(share_with_box, 4) AS share_with_box, round(share_with_ssr, 4) AS share_with_ssr, "
+        "round(share_with_ssr_at_2, 4) AS share_with_ssr_at_2 FROM page_composition "
+        f"WHERE experiment_id = {quote(experiment_id)} ORDER BY engine, pages_of",
+    )
+    if not result["rows"]:
+        raise fail(f"no result pages for experiment {experiment_id!r}", 1)
+    if format == "json":
+        emit_json(as_dicts(result))
+        return
+    print_result(result, format, title=f"page composition of {experiment_id} (Figure 8)")
 
 
 @app.command()

@@ -193,3 +193,18 @@ def test_page_composition_figure8(service: Service) -> None:
     assert tuple(shown[k] for k in shares) == (0.5, 0.5, 0.5, 0.25)
     clicked = rows["click"]
     assert (clicked["pages"], clicked["share_with_ads"], clicked["share_with_ssr_at_2"]) == (2, 0.5, 0.5)
+
+    from typer.testing import CliRunner
+
+    from auditstream.cli import app
+
+    args = ["report", "pages", "composition", "--url", service.url, "--api-key", service.api_key]
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    printed = {r["pages_of"]: r for r in orjson.loads(result.stdout)}
+    assert printed["serp_view"]["pages"] == 4 and printed["serp_view"]["share_with_ssr_at_2"] == 0.25
+    assert printed["click"]["share_with_ads"] == 0.5
+    missing = CliRunner().invoke(
+        app, ["report", "pages", "nope", "--url", service.url, "--api-key", service.api_key]
+    )
+    assert missing.exit_code == 1 and "no result pages" in missing.output
