@@ -196,6 +196,21 @@ def test_report_personalization(service: Service) -> None:
     pages = doc["pages"][0]  # the first test: 12 rounds of 4 profiles less one, plus the late one
     assert (pages["snapshots"], pages["parsed"]) == (12 * len(PROFILES), 12 * len(PROFILES) - 1)
     assert (pages["unknown_layout"], pages["coverage_unrecorded"]) == (2, 1)
+    # Figure 16: the shares of where new rank-1 results came from, per treatment, equal a
+    # recount of the stored pairs whose rank 1 moved
+    moved = service.sql(
+        "SELECT treatment, rank1_from FROM personalization_pairs "
+        f"WHERE study_id = '{STUDY}' AND links = 'primary' AND kind = 'treatment' AND rank1_moved = 1"
+    )
+    came = [r for r in doc["rank1"] if r["direction"] == "came_from"]
+    assert sum(r["pairs"] for r in came) == len(moved) > 0
+    for treatment in {r["treatment"] for r in came}:
+        mine = [r for r in came if r["treatment"] == treatment]
+        assert sum(r["share"] for r in mine) == pytest.approx(1.0, abs=1e-3)
+        for r in mine:
+            assert r["pairs"] == sum(
+                1 for m in moved if m["treatment"] == treatment and m["rank1_from"] == r["rank"]
+            )
     table = CliRunner().invoke(app, args, terminal_width=200)
     assert table.exit_code == 0 and "most personalized queries" in table.output
 
