@@ -12,6 +12,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -265,10 +266,15 @@ def sequential_decisions(
     cumulative = np.zeros((installs.size * n_arms, width))
     decided: dict[str, int | None] = {a: None for a in rows.arm_names if a != baseline}
     index = {rows.arm_names[a]: int(a) for a in np.unique(rows.arm_codes)}
-    for look in np.unique(looks):
-        now = looks == look
+    if np.any(looks[1:] < looks[:-1]):  # rows of one look side by side (the query orders them)
+        order = np.argsort(looks, kind="stable")
+        looks, cell, values = looks[order], cell[order], values[order]
+    starts = np.flatnonzero(np.r_[True, looks[1:] != looks[:-1]])
+    size = cumulative.shape[0]
+    for lo, hi in pairwise([*starts.tolist(), looks.size]):
+        look = looks[lo]
         for j in range(width):
-            cumulative[:, j] += np.bincount(cell[now], weights=values[now, j], minlength=cumulative.shape[0])
+            cumulative[:, j] += np.bincount(cell[lo:hi], weights=values[lo:hi, j], minlength=size)
         seen = (cumulative.reshape(installs.size, n_arms * width)[:, ::width] > 0).any(axis=1)
         per_install = cumulative.reshape(installs.size, n_arms * width)[seen]
         if baseline not in index:

@@ -62,3 +62,38 @@ def test_the_sequence_finds_a_planted_swap_effect() -> None:
     print(f"first exclusion (units): sequential {firsts['sequential']}, bootstrap {firsts['bootstrap']}")
     assert np.median(firsts["sequential"]) >= np.median(firsts["bootstrap"])
     assert result.narrower == 0
+
+
+def test_decision_day_is_the_first_cumulative_look_that_excludes_zero_in_any_row_order() -> None:
+    """sequential_decisions on per-(day, install, arm) rows equals evaluating the sequence on
+    each day's cumulative per-install counts by hand, whatever order the rows come in."""
+    from analytics.stats.arrangement_table import PerInstallArrays, _sequential_bounds, sequential_decisions
+
+    rng = np.random.default_rng(11)
+    n, days = 4000, 6
+    install = rng.integers(0, 800, n).astype(np.uint64)
+    arm = rng.integers(0, 2, n)  # 0 control, 1 swap (c1 CTR 0.5 vs 0.35: found within days)
+    day = np.sort(rng.integers(0, days, n))
+    clicks = (rng.random(n) < np.where(arm == 0, 0.5, 0.35)).astype(float)[:, None]
+    rows = PerInstallArrays(install, arm, ["control", "swap_1_2"], np.ones(n), clicks)
+    found = sequential_decisions(rows, day, 1, "control")
+
+    expected = None
+    for d in range(days):  # by hand: cumulative per install up to day d
+        upto = day <= d
+        keys = np.unique(install[upto])
+        per = np.zeros((keys.size, 4))
+        at = np.searchsorted(keys, install[upto])
+        for a in (0, 1):
+            mine = arm[upto] == a
+            np.add.at(per[:, 2 * a], at[mine], 1.0)
+            np.add.at(per[:, 2 * a + 1], at[mine], clicks[upto][mine, 0])
+        low, high = _sequential_bounds(per, {"control": 0, "swap_1_2": 1}, 2, "control", 0.05)[
+            ("delta", "swap_1_2")
+        ][0]
+        if expected is None and (low > 0 or high < 0):
+            expected = d
+    assert expected is not None and found == {"swap_1_2": expected}
+    shuffled = rng.permutation(n)
+    again = PerInstallArrays(install[shuffled], arm[shuffled], rows.arm_names, rows.units, clicks[shuffled])
+    assert sequential_decisions(again, day[shuffled], 1, "control") == found
