@@ -7,8 +7,8 @@
 --    knowledge panel are not results), and links = 'organic', the organic results only (what
 --    0008 compared). The pairs move to agg_personalization_link_pairs, which has links in
 --    its key (a sorting key cannot gain a column with a default); the rows of earlier rounds
---    come over as 'organic' (their primary rows appear when a round is recomputed, e.g. by
---    a replay). Every summary view gains a links column: filter on it
+--    are copied over as 'organic' (their primary rows appear when a round is recomputed,
+--    e.g. by a replay). Every summary view gains a links column: filter on it
 --    (`WHERE links = 'primary'`); `report personalization --links` does.
 -- 2. Rank-1 movement (the paper's Figure 16): rank1_from is where a treatment's new rank-1
 --    result was on the control's page, rank1_to where the control's rank-1 result went on
@@ -51,7 +51,10 @@ SELECT study_id, round_id, query, query_category, engine, round_started_at, 'org
        computed_at
 FROM agg_personalization_pairs FINAL;
 
-DROP TABLE IF EXISTS agg_personalization_pairs;
+-- agg_personalization_pairs is left in place, unused: dropping it would make this
+-- migration fail if it were interrupted after the drop and applied again (migrate.py
+-- applies an interrupted migration again, statement by statement); copying twice is
+-- harmless (ReplacingMergeTree keeps one row per key).
 
 CREATE OR REPLACE VIEW personalization_pairs AS
 SELECT study_id, round_id, query, query_category, engine, round_started_at, links, kind, treatment,
