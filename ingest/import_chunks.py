@@ -29,12 +29,13 @@ from pydantic import (
     PlainSerializer,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     create_model,
 )
 
 from ingest.validation import Rejection, validate_batch
 from schemas.event_types import BY_NAME, EVENT_TYPES, FAMILY_BY_TYPE
-from schemas.events import TIME_MAX, TIME_MIN, _in_time_range, _utc_text
+from schemas.events import _utc_text
 from schemas.wire import format_received_at
 from streams.bulk_import import IMPORTABLE_FAMILIES
 
@@ -54,48 +55,58 @@ class PreparedChunk:
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}")
 
 
-def _stamp(value: Any) -> str:
-    """A line's received_at in the wire form (``ValueError`` when it is not a timestamp
-    a ``DateTime64(3)`` column holds)."""
-    if not isinstance(value, str):
+RECEIVED_MIN = datetime(1970, 1, 1, tzinfo=UTC)
+RECEIVED_MAX = datetime(2106, 2, 7, tzinfo=UTC)
+"""What the derived tables' ``DateTime`` slices hold: an imported event received outside
+this range could be stored raw but never counted, so it is refused with a reason."""
+
+
+def _received(value: Any) -> datetime:
+    """A line's received_at (or, absent, its sent_at) as an aware UTC moment, parsed one
+    way on both paths (``datetime.fromisoformat``; UTC when it names no zone)."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        moment = datetime.fromisoformat(value)
+    else:
         raise ValueError("received_at must be text")
-    moment = datetime.fromisoformat(value)
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    if not TIME_MIN <= moment <= TIME_MAX:
-        raise ValueError("received_at out of range")
-    if _STAMP.fullmatch(value):
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if not RECEIVED_MIN <= moment < RECEIVED_MAX:
+        raise ValueError("received_at must lie between 1970-01-01 and 2106-02-06")
+    return moment
+
+
+def _stamp(value: Any) -> str:
+    """A line's received_at in the wire form (``ValueError`` when it is not one)."""
+    moment = _received(value)
+    if isinstance(value, str) and _STAMP.fullmatch(value):
         return value  # already the wire form (an export of the raw tables)
     return format_received_at(moment)
 
 
-def _text(value: Any) -> Any:
-    if not isinstance(value, str):
-        raise ValueError("received_at must be text")
+ReceivedAt = Annotated[datetime, BeforeValidator(_received), PlainSerializer(_utc_text)]
+"""An imported line's received_at: parsed as the line-by-line path parses it (``_received``),
+written like every timestamp (ISO, milliseconds, Z)."""
+
+
+def _received_or_sent(value: Any, info: ValidationInfo) -> Any:
+    """An absent received_at is the event's sent_at, checked like a given one."""
+    if value is None:
+        sent = info.data.get("sent_at")
+        if sent is None:  # sent_at failed, and so does the line
+            raise ValueError("no received_at without a valid sent_at")
+        return _received(sent)
     return value
-
-
-def _as_utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-ReceivedAt = Annotated[
-    datetime,
-    BeforeValidator(_text),
-    AfterValidator(_as_utc),
-    AfterValidator(_in_time_range),
-    PlainSerializer(_utc_text),
-]
-"""An imported line's received_at: text, UTC when it names no zone (the raw tables' export
-form), within ``DateTime64(3)``; written like every timestamp (ISO, milliseconds, Z)."""
-
-
-def _sent_at(data: dict[str, Any]) -> Any:
-    return data.get("sent_at")  # absent only when sent_at failed, and then the line fails
 
 
 def _with_received_at(model: type[BaseModel]) -> Any:
     """``model`` plus an optional received_at (default: the event's sent_at)."""
-    fields = {"received_at": (ReceivedAt, Field(default_factory=_sent_at))}
+    fields = {
+        "received_at": (
+            Annotated[ReceivedAt | None, AfterValidator(_received_or_sent)],
+            Field(default=None, validate_default=True),
+        )
+    }
     return create_model(f"Imported{model.__name__}", __base__=model, **fields)  # type: ignore[call-overload]
 
 
@@ -108,6 +119,8 @@ def _whole(lines: Sequence[bytes]) -> PreparedChunk | None:
     try:
         models = _CHUNK.validate_json(b"[" + b",".join(lines) + b"]")
     except ValidationError:
+        return None
+    if len(models) != len(lines):  # a line held more than one value ("{...},{...}")
         return None
     by_family: dict[str, list[Any]] = {}
     for model in models:
@@ -156,7 +169,11 @@ def _line_by_line(body: bytes) -> PreparedChunk:
         if family.name not in IMPORTABLE_FAMILIES:
             out.rejected.append(Rejection(number, "not_importable", "type"))
             continue
-        stamp = stamps[index] or format_received_at(model.sent_at)
+        try:
+            stamp = stamps[index] or _stamp(model.sent_at)
+        except ValueError:  # no received_at, and a sent_at the derived tables cannot hold
+            out.rejected.append(Rejection(number, "invalid_value", "received_at"))
+            continue
         line = model.model_dump_json().encode()[:-1] + b',"received_at":' + orjson.dumps(stamp) + b"}"
         rows.setdefault(family.name, []).append(line)
     out.rows = {name: (b"\n".join(lines), len(lines)) for name, lines in rows.items()}

@@ -80,9 +80,11 @@ LOOKUP_CHUNK = 5000
 
 
 _RANGE_SQL = (
-    "SELECT toInt64(toUnixTimestamp(min(received_at))), toInt64(toUnixTimestamp(max(received_at))) "
-    "FROM {staging}"
+    "SELECT intDiv(min(toUnixTimestamp64Milli(received_at)), 1000), "
+    "intDiv(max(toUnixTimestamp64Milli(received_at)), 1000) FROM {staging}"
 )
+"""A chunk's received_at range in Int64 seconds (toUnixTimestamp would overflow outside
+1970-2106; the import refuses such lines, this does not rely on it)."""
 
 
 def _time_range(events: list[dict[str, Any]]) -> tuple[int, int]:

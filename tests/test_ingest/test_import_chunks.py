@@ -95,3 +95,50 @@ def test_crawler_events_are_not_importable() -> None:
     chunk = prepare_chunk(line)
     assert chunk.rows == {} and chunk.lines == 1
     assert [(r.index, r.reason) for r in chunk.rejected] in ([(1, "not_importable")], [(1, "missing_field")])
+
+
+def test_one_line_holding_two_events_is_malformed_whatever_the_other_lines() -> None:
+    good = events(3)
+    two = orjson.dumps(good[0]) + b"," + orjson.dumps(good[1])
+    chunk = prepare_chunk(b"\n".join([two, orjson.dumps(good[2])]))
+    assert chunk.rows["extension"][1] == 1
+    assert [(r.index, r.reason) for r in chunk.rejected] == [(1, "malformed_json")]
+
+
+@pytest.mark.parametrize(
+    "received_at",
+    [
+        "1700000000",  # a number as text
+        "2024-01-01t00:00:00z",
+        "20240101T000000Z",
+        "2024-W01-1T00:00:00",
+        "2024-01-01T00:00:00-00:00:30",
+        "2024-01-01 00:00:00.000",
+        "2024-01-01T00:00:00+02:00",
+        "1969-12-31T23:59:59Z",  # before what the derived tables hold
+        "2200-01-01T00:00:00Z",  # after it
+    ],
+)
+def test_both_paths_take_or_refuse_a_received_at_alike(received_at: str) -> None:
+    """The same line is stored the same way whether its chunk goes whole or line by line."""
+    (event,) = events(1)
+    line = orjson.dumps({**event, "received_at": received_at})
+    whole = _whole([line])
+    slow = _line_by_line(line)
+    if slow.rejected:
+        assert whole is None and [(r.reason, r.field) for r in slow.rejected] == [
+            ("invalid_value", "received_at")
+        ]
+    else:
+        assert whole is not None
+        assert stored(whole.rows["extension"][0]) == stored(slow.rows["extension"][0])
+
+
+def test_an_event_without_received_at_needs_a_sent_at_the_tables_can_hold() -> None:
+    (event,) = events(1)
+    line = orjson.dumps({**event, "sent_at": "2200-01-01T00:00:00Z"})
+    assert _whole([line]) is None
+    chunk = prepare_chunk(line)
+    assert chunk.rows == {} and [(r.reason, r.field) for r in chunk.rejected] == [
+        ("invalid_value", "received_at")
+    ]
