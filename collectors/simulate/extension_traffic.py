@@ -90,7 +90,8 @@ class ExtensionTraffic:
         ssr = sorted(rng.sample(range(2, 11), rng.randint(1, 2))) if rng.random() < c.p_ssr else []
         engine = _weighted(rng, c.engines)
         only = c.engine_arms.get(engine)
-        arms = c.arms if only is None else [(a, w) for a, w in c.arms if a in only]
+        weights = dict(c.arms)  # in engine_arms' order, as the published config lists them
+        arms = c.arms if only is None else [(a, weights[a]) for a in only]
         arm = assign_arm(inst["install_id"], query_token, c.salt, arms)
         context = {
             "schema_version": 1,

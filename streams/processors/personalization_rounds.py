@@ -57,7 +57,14 @@ SELECT study_id, profile_id, query, any(role), any(treatment), any(query_categor
        argMin(arrayMap(r -> (r.2, r.3), arraySort(r -> r.1, results)), sent_at) AS items
 FROM serp_snapshots
 WHERE status = 'ok' AND (study_id, profile_id, query) IN ({keys})
+  AND (toDate(sent_at) >= {since} OR (study_id, profile_id, query, toDate(sent_at)) IN ({before}))
 GROUP BY study_id, profile_id, query, day
+"""
+BEFORE_SQL = """
+SELECT study_id, profile_id, query, max(toDate(sent_at))
+FROM serp_snapshots
+WHERE status = 'ok' AND (study_id, profile_id, query) IN ({keys}) AND toDate(sent_at) < {since}
+GROUP BY study_id, profile_id, query
 """
 PROFILES_SQL = """
 SELECT study_id, uniqExact(profile_id) FROM serp_snapshots WHERE study_id IN ({studies}) GROUP BY study_id
@@ -84,9 +91,13 @@ class PersonalizationRounds:
     async def snapshots_stored(self, events: Iterable[Mapping[str, Any]]) -> None:
         """Recompute the rounds these snapshots belong to (raises on store errors, so the
         sink retries the batch)."""
+        events = list(events)
         keys = {(str(e["study_id"]), str(e["round_id"]), str(e["query"])) for e in events}
         if keys:
             await self._recompute(keys)
+            pages = {(str(e["study_id"]), str(e["profile_id"]), str(e["query"])) for e in events}
+            since = min(_parse_time(str(e["sent_at"])).astimezone(UTC).date() for e in events)
+            await self._consistency(pages, since)
 
     async def expire_waiting(self) -> None:
         """Timer: rounds whose wait ended are settled as complete or incomplete."""
@@ -122,16 +133,22 @@ class PersonalizationRounds:
             await self.store.insert_json_rows(
                 "agg_personalization_rounds", b"\n".join(orjson.dumps(r) for r in rounds)
             )
-        profiles = {(r[0], r[5], r[2]) for rows in by_round.values() for r in rows}
-        await self._consistency(profiles, now_iso)
 
-    async def _consistency(self, keys: set[tuple[str, str, str]], now_iso: str) -> None:
-        """Day-to-day consistency of each (study, profile, query) a batch touched, recomputed
-        over all its days (a late day changes its successor's previous day, never removes a row)."""
-        if not keys:
-            return
+    async def _consistency(self, keys: set[tuple[str, str, str]], since: date) -> None:
+        """Day-to-day consistency of each (study, profile, query) a batch brought pages for,
+        recomputed from ``since`` (the batch's earliest day) on: a page of day D changes only
+        the rows of D and the next day seen, never an earlier one, so the days before are
+        left alone and only the last of them is read, as the previous day of the first."""
         listed = ", ".join(f"({quote(s)}, {quote(p)}, {quote(q)})" for s, p, q in sorted(keys))
-        result = await self.store.query(DAYS_SQL.format(keys=listed))
+        since_sql = f"toDate({quote(since.isoformat())})"
+        found = await self.store.query(BEFORE_SQL.format(keys=listed, since=since_sql))
+        before = ", ".join(
+            f"({quote(s)}, {quote(p)}, {quote(q)}, toDate({quote(str(d))}))" for s, p, q, d in found.rows
+        )
+        now_iso = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        result = await self.store.query(
+            DAYS_SQL.format(keys=listed, since=since_sql, before=before or "(NULL, NULL, NULL, NULL)")
+        )
         pages: dict[tuple[str, str, str], list[list[Any]]] = defaultdict(list)
         for row in result.rows:
             pages[(row[0], row[1], row[2])].append(row)

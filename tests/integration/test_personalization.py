@@ -290,3 +290,37 @@ def test_day_to_day_consistency_per_category(service: Service) -> None:
         assert row["jaccard"] == pytest.approx(sum(r["jaccard"] for r in mine) / 2, abs=1e-4)
         assert row["edit_distance"] == pytest.approx(sum(r["edit_distance"] for r in mine) / 2, abs=0.01)
     assert {r["query_category"] for r in doc["consistency"]} == {"news", "gadgets"}
+
+    # Later batches recompute only from their earliest day on: a new day, then a day that
+    # arrives late between two stored ones (it becomes the previous day of its successor).
+    key = (PROFILES[1][0], "q news")
+    for n, day in enumerate((0, 2)):
+        event = snapshot(
+            20 + n,
+            "q news",
+            PROFILES[1],
+            page(rng, [f"https://news{i}.example/" for i in range(10)], 0.3, f"x{n}"),
+            today - timedelta(days=day),
+        )
+        event["study_id"], event["round_id"], event["query_category"] = study, f"{study}-x{n}", "news"
+        assert service.post([event]).status == 202
+        pages[key].append((today - timedelta(days=day), [(c["type"], c["url"]) for c in event["results"]]))
+        want = {
+            (links, d.isoformat()): (p.isoformat(), j, e)
+            for links in LINKS
+            for d, p, j, e in day_to_day([DayPage(m.date(), links_of(i, links)) for m, i in pages[key]])
+        }
+
+        def mine(want: dict = want) -> bool:
+            rows = service.sql(
+                f"SELECT links, toString(day) AS d, toString(previous_day) AS p, jaccard, edit_distance "
+                f"FROM personalization_consistency WHERE study_id = '{study}' AND profile_id = '{key[0]}' "
+                "AND query = 'q news'"
+            )
+            got = {(r["links"], r["d"]): (r["p"], r["jaccard"], r["edit_distance"]) for r in rows}
+            return got.keys() == want.keys() and all(
+                got[k][0] == want[k][0] and abs(got[k][1] - want[k][1]) < 1e-9 and got[k][2] == want[k][2]
+                for k in want
+            )
+
+        wait_for(mine, 60, f"consistency of {key} after batch {n}")

@@ -13,7 +13,8 @@
 -- 2. Rank-1 movement (the paper's Figure 16): rank1_from is where a treatment's new rank-1
 --    result was on the control's page, rank1_to where the control's rank-1 result went on
 --    the treatment's page (1-based, whole first page; 0 = not on the page, i.e. evicted),
---    set when rank1_moved. personalization_rank1 counts them.
+--    set when rank1_moved (255 = not known: a pair copied from before this migration).
+--    personalization_rank1 counts the known ones.
 -- 3. Day-to-day consistency (Figures 12-13) with Jaccard and edit distance, computed by the
 --    worker (the unrestricted Damerau-Levenshtein distance of the pairs; ClickHouse's own
 --    is the restricted one) into agg_personalization_consistency: each profile's first
@@ -47,8 +48,8 @@ ORDER BY (study_id, round_id, query, links, kind, profile_a, profile_b);
 
 INSERT INTO agg_personalization_link_pairs
 SELECT study_id, round_id, query, query_category, engine, round_started_at, 'organic', kind,
-       treatment, profile_a, profile_b, jaccard, edit_distance, changed, rank1_moved, 0, 0,
-       computed_at
+       treatment, profile_a, profile_b, jaccard, edit_distance, changed, rank1_moved,
+       if(rank1_moved = 1, 255, 0), if(rank1_moved = 1, 255, 0), computed_at
 FROM agg_personalization_pairs FINAL;
 
 -- agg_personalization_pairs is left in place, unused: dropping it would make this
@@ -171,13 +172,13 @@ CREATE OR REPLACE VIEW personalization_rank1 AS
 SELECT study_id, links, kind, treatment, 'came_from' AS direction, rank1_from AS rank,
        count() AS pairs
 FROM personalization_pairs
-WHERE rank1_moved = 1
+WHERE rank1_moved = 1 AND rank1_from != 255
 GROUP BY study_id, links, kind, treatment, rank
 UNION ALL
 SELECT study_id, links, kind, treatment, 'moved_to' AS direction, rank1_to AS rank,
        count() AS pairs
 FROM personalization_pairs
-WHERE rank1_moved = 1
+WHERE rank1_moved = 1 AND rank1_to != 255
 GROUP BY study_id, links, kind, treatment, rank;
 
 CREATE TABLE IF NOT EXISTS agg_personalization_consistency
