@@ -356,7 +356,8 @@ def personalization(
         str,
         typer.Option(
             help="primary: every result's primary link, static labels such as related searches "
-            "included (the paper's); organic: the organic results only"
+            "included (the paper's); organic: the organic results only (rounds compared before "
+            "migration 0024 have organic rows only, until the study is replayed)"
         ),
     ] = "primary",
     url: Url = "http://127.0.0.1:8080",
