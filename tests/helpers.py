@@ -212,12 +212,14 @@ def post_study(svc: Service, config: Any, total: int, batch: int = 200) -> None:
     assert stats.accepted == total
     # The study-wide rows are recomputed after the slices, so wait for both: a report read
     # between the two would see the slices complete and the study-wide rows not yet.
-    for table in ("arrangement_install_day", "arrangement_install"):
+    # The per-subset rows (what reports read) come right after the study-wide ones.
+    for table in ("arrangement_install_day", "arrangement_install", "arrangement_install_subset"):
+        only_all = " AND subset = 'all'" if table == "arrangement_install_subset" else ""
         wait_for(
-            lambda table=table: (
+            lambda table=table, only_all=only_all: (
                 svc.scalar(
                     f"SELECT sum(units) + sum(impressions) FROM {table} "
-                    f"WHERE experiment_id = '{config.experiment_id}'"
+                    f"WHERE experiment_id = '{config.experiment_id}'{only_all}"
                 )
                 == total
             ),

@@ -115,9 +115,21 @@ def test_a_browser_study_stores_what_each_profile_was_served(tmp_path: Path, ser
     assert control == twin
 
     # ClickHouse holds exactly the page the engine served each profile in each round
-    stored = service.sql(
-        f"SELECT round_id, profile_id, results, raw_ref FROM serp_snapshots WHERE study_id = '{STUDY}' "
-        "AND status = 'ok'"
+    # (the crawler's posts were accepted; the worker stores them a moment later)
+    stored = wait_for(
+        lambda: (
+            rows
+            if len(
+                rows := service.sql(
+                    "SELECT round_id, profile_id, results, raw_ref FROM serp_snapshots "
+                    f"WHERE study_id = '{STUDY}' AND status = 'ok'"
+                )
+            )
+            >= ROUNDS * len(study.profiles)
+            else None
+        ),
+        60,
+        "every snapshot stored",
     )
     pages = {(row["round_id"], row["profile_id"]): organic(row["results"]) for row in stored}
     assert len(pages) == len(stored) == ROUNDS * len(study.profiles)
