@@ -412,33 +412,49 @@ async def run_experiment_report(
     if targets:
         weight_of, reweighting = await install_weights(store, query.experiment_id, seed, targets)
 
-    def table(rows: Any, ranks: int, baseline: str, weighted: bool = True, prefix: str = "c") -> list[ArmRow]:
-        if not rows.num_rows:
+    # One weight matrix for every table of the report: its installs are looked up once.
+    replicate_weights = _ReplicateWeights(
+        np.concatenate(
+            [np.zeros(0, np.uint64)]
+            + [t.column("install_key").to_numpy() for t in (per_install, box) if t.num_rows]
+        ),
+        seed,
+    )
+
+    def table(
+        arrays: PerInstallArrays | None, ranks: int, baseline: str, weighted: bool = True
+    ) -> list[ArmRow]:
+        if arrays is None:
             return []
-        arrays = arrays_from_arrow(rows, ranks, prefix, "n_units" if prefix == "c" else f"{prefix}_units")
         if weighted and weight_of is not None:
             arrays = replace(
                 arrays, weights=np.fromiter((weight_of.get(k, 1.0) for k in arrays.keys.tolist()), float)
             )
-        return figure3_arrays(arrays, ranks, seed=seed, baseline=baseline, intervals=intervals)
+        return figure3_arrays(
+            arrays, ranks, seed=seed, baseline=baseline, intervals=intervals, weight_of=replicate_weights
+        )
+
+    def columns(rows: Any, ranks: int, prefix: str = "c") -> PerInstallArrays | None:
+        units = "n_units" if prefix == "c" else f"{prefix}_units"
+        return arrays_from_arrow(rows, ranks, prefix, units) if rows.num_rows else None
+
+    positions, elements = columns(per_install, ranks), columns(per_install, 5, "e")
 
     decisions = None
     if intervals == "sequential" and per_install.num_rows and with_decisions:
         decisions = await decision_days(store, query, seed, baseline)
     return ExperimentReport(
         baseline=baseline,
-        figure3=table(per_install, ranks, baseline),
-        box=table(box, BOX_RANKS, BOX_BASELINE),
+        figure3=table(positions, ranks, baseline),
+        box=table(columns(box, BOX_RANKS), BOX_RANKS, BOX_BASELINE),
         shares=with_share_intervals(
-            element_share_rows(element_totals(arrays_from_arrow(per_install, 5, "e", "e_units")))
-            if per_install.num_rows
-            else [],
-            table(per_install, 5, baseline, prefix="e"),
+            element_share_rows(element_totals(elements)) if elements is not None else [],
+            table(elements, 5, baseline),
         ),
         drops=list(drops.dicts()),
         intervals=intervals,
         reweighting=reweighting,
-        unweighted=table(per_install, ranks, baseline, weighted=False) if targets else None,
+        unweighted=table(positions, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
     )
 
