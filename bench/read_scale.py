@@ -106,6 +106,34 @@ def write_events(path: Path, n: int, installs: int, days: int, seed: int) -> Non
             written += m
 
 
+AGE_BANDS = ("18-24", "25-34", "35-44", "45-54", "55-64", "65+")
+TARGETS = [
+    {"dimension": "age_band", "bin": b, "share": s}
+    for b, s in zip(AGE_BANDS, (0.11, 0.16, 0.16, 0.18, 0.17, 0.22), strict=True)
+]
+"""A target population for the reweighted report (an adult population's age mix)."""
+
+
+def write_profiles(path: Path, installs: int) -> Path:
+    """The panel's questionnaire answers (install_profile events): a skew toward the young,
+    one in ten declined."""
+    rng = np.random.default_rng(7)
+    bands = rng.choice(len(AGE_BANDS), installs, p=[0.3, 0.3, 0.15, 0.1, 0.1, 0.05])
+    with path.open("w") as out:
+        for i in range(installs):
+            answer = (
+                '"consent":"declined"'
+                if i % 10 == 0
+                else f'"consent":"given","age_band":"{AGE_BANDS[bands[i]]}"'
+            )
+            out.write(
+                f'{{"type":"install_profile","event_id":"00000000-0000-4000-8000-{i:012x}","schema_version":1,'
+                f'"sent_at":"{START.isoformat()}","install_id":"{i:08x}panel","install_day":"{START.date()}",'
+                f'"extension_version":"1.5.0","experiment_id":"{EXPERIMENT}",{answer}}}\n'
+            )
+    return path
+
+
 async def raw_insert_rate(path: Path, tmp: Path, rows: int = 500_000) -> float:
     """Baseline: the same rows straight into a fresh chDB's raw table, in batches of 50k."""
     store = ChdbStore(tmp / "baseline-ch")
@@ -149,6 +177,20 @@ async def read_side(url: str) -> dict[str, dict[str, float]]:
         calls: list[tuple[str, str, str, Any]] = [
             (f"report {s}", "POST", "/v1/reports/experiment", {"experiment_id": EXPERIMENT, "subset": s})
             for s in SUBSETS
+        ]
+        calls += [
+            (
+                "report all, sequential (decision line)",
+                "POST",
+                "/v1/reports/experiment",
+                {"experiment_id": EXPERIMENT, "intervals": "sequential"},
+            ),
+            (
+                "report all, reweighted",
+                "POST",
+                "/v1/reports/experiment",
+                {"experiment_id": EXPERIMENT, "targets": TARGETS},
+            ),
         ]
         calls.append(
             (
@@ -215,9 +257,25 @@ def main() -> None:
     parser.add_argument(
         "--import-only", action="store_true", help="time the imports only (no reads, no ingest latency)"
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="run the service on this directory and keep it: sizes already imported there are "
+        "not imported again (their reads are timed after a fresh start, so cold is colder)",
+    )
+    parser.add_argument(
+        "--events-dir",
+        type=Path,
+        help="keep the generated event files here and reuse them in later runs (50M events take "
+        "~19 GB and ~20 minutes to write); by default they are written to the run's temporary "
+        "directory and deleted after their import",
+    )
     args = parser.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
-    tmp = Path(tempfile.mkdtemp(prefix="bench-read-scale-"))
+    tmp = args.keep or Path(tempfile.mkdtemp(prefix="bench-read-scale-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    state_file = tmp / "imported.json"
+    imported: dict[str, float] = orjson.loads(state_file.read_bytes()) if state_file.exists() else {}
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     os.environ["AUDITSTREAM_IMPORT_MAX_BODY_BYTES"] = str(256 * 1024 * 1024)
@@ -228,16 +286,29 @@ def main() -> None:
     try:
         have = 0
         for size in sizes:
-            path = tmp / f"events-{size}.jsonl"
-            print(f"writing {size - have:,} more events ...", file=sys.stderr)
-            write_events(path, size - have, args.installs, args.days, seed=len(results) + 1)
+            seed = len(results) + 1
+            name = f"events-{size - have}-{args.installs}-{args.days}-{seed}.jsonl"
+            path = (args.events_dir or tmp) / name
+            if not path.exists():
+                print(f"writing {size - have:,} more events ...", file=sys.stderr)
+                write_events(path.with_suffix(".part"), size - have, args.installs, args.days, seed)
+                path.with_suffix(".part").rename(path)
             if baseline is None:
                 baseline = asyncio.run(raw_insert_rate(path, tmp))
-            print(f"importing to {size:,} events ...", file=sys.stderr)
-            seconds, _ = run_import(url, path)
-            rate = (size - have) / seconds
+            if str(size) in imported:
+                rate = imported[str(size)]
+                print(f"{size:,} events imported in an earlier run", file=sys.stderr)
+            else:
+                print(f"importing to {size:,} events ...", file=sys.stderr)
+                seconds, _ = run_import(url, path)
+                rate = (size - have) / seconds
+                if have == 0:
+                    run_import(url, write_profiles(tmp / "profiles.jsonl", args.installs))
+                imported[str(size)] = rate
+                state_file.write_bytes(orjson.dumps(imported))
             print(f"  {rate:,.0f} events/s ({rate / baseline:.2f} of raw chDB inserts)", file=sys.stderr)
-            path.unlink()
+            if args.events_dir is None:
+                path.unlink()
             have = size
             results.append(
                 {

@@ -24,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from core.lifetime import exit_with_parent
 from core.store import StoreError, StoreUnavailable
 from ingest.app_state import CONFIG, METRICS, STORE
+from ingest.board.compute import Panel, PanelFailed
+from ingest.board.routes import COMPUTE
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
 from ingest.import_chunks import PreparedChunk, prepare_chunk
@@ -131,9 +133,12 @@ async def post_recompute(request: web.Request) -> web.Response:
                 studies[(s.experiment_id, s.engine)] += 1
             for study in asked.installs:
                 await importer.recompute_installs(study.experiment_id, study.engine)
+                # where the board computes: the looks' pass is numpy work, kept out of ingest
+                look = (("experiment_id", study.experiment_id), ("engine", study.engine))
+                await request.app[COMPUTE](Panel("restore_looks", look))
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
-    except StoreError as exc:
+    except (StoreError, PanelFailed) as exc:
         raise problem(503, "store_refused", str(exc)[:500]) from None
     return json_response({"days": len(asked.spans), "installs": len(asked.installs)})
 

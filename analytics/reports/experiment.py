@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time, timedelta
-from itertools import pairwise
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 import numpy as np
@@ -18,9 +17,8 @@ from analytics.stats.arrangement_table import (
     PerInstallArrays,
     figure3,
     figure3_arrays,
-    sequential_decisions,
 )
-from analytics.stats.bootstrap import install_key_sql, weights_for_keys
+from analytics.stats.bootstrap import install_key_sql, replicate_weights
 from analytics.stats.reweight import DIMENSIONS, Targets, effective_sample_size, rake
 from core.store import Store
 from schemas.sql import quote
@@ -157,7 +155,8 @@ class ReportQuery:
         return (
             f"SELECT {install_key_sql('install_id', seed)} AS install_key, arm, "
             f"toFloat64(sum({unit})) AS n_units, {', '.join(columns)} "
-            f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
+            f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm "
+            "ORDER BY install_key"  # sorted keys: installs found in one pass (sorted_unique)
         )
 
     def element_shares_sql(self) -> str:
@@ -412,12 +411,13 @@ async def run_experiment_report(
     if targets:
         weight_of, reweighting = await install_weights(store, query.experiment_id, seed, targets)
 
-    # One weight matrix for every table of the report: its installs are looked up once.
-    replicate_weights = _ReplicateWeights(
+    # One weight matrix for every table of the report (and the next report of the same installs).
+    weights = replicate_weights(
         np.concatenate(
             [np.zeros(0, np.uint64)]
             + [t.column("install_key").to_numpy() for t in (per_install, box) if t.num_rows]
         ),
+        REPLICATES,
         seed,
     )
 
@@ -431,7 +431,7 @@ async def run_experiment_report(
                 arrays, weights=np.fromiter((weight_of.get(k, 1.0) for k in arrays.keys.tolist()), float)
             )
         return figure3_arrays(
-            arrays, ranks, seed=seed, baseline=baseline, intervals=intervals, weight_of=replicate_weights
+            arrays, ranks, seed=seed, baseline=baseline, intervals=intervals, weight_of=weights
         )
 
     def columns(rows: Any, ranks: int, prefix: str = "c") -> PerInstallArrays | None:
@@ -441,8 +441,10 @@ async def run_experiment_report(
     positions, elements = columns(per_install, ranks), columns(per_install, 5, "e")
 
     decisions = None
-    if intervals == "sequential" and per_install.num_rows and with_decisions:
-        decisions = await decision_days(store, query, seed, baseline)
+    if intervals == "sequential" and positions is not None and with_decisions:
+        from analytics.reports.decisions import decision_days  # it reads queries of this module
+
+        decisions = await decision_days(store, query, seed, baseline, totals=positions)
     return ExperimentReport(
         baseline=baseline,
         figure3=table(positions, ranks, baseline),
@@ -457,18 +459,6 @@ async def run_experiment_report(
         unweighted=table(positions, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
     )
-
-
-class _ReplicateWeights:
-    """The bootstrap weights [install, replicate] of a set of installs as float64, computed
-    once and looked up by key for each table that needs some of them."""
-
-    def __init__(self, keys: np.ndarray, seed: int) -> None:
-        self.keys = np.unique(keys)
-        self.matrix = weights_for_keys(self.keys, REPLICATES, seed).astype(np.float64)
-
-    def __call__(self, installs: np.ndarray) -> np.ndarray:
-        return self.matrix[np.searchsorted(self.keys, installs)]
 
 
 def profiles_sql(experiment_id: str, seed: int) -> str:
@@ -500,22 +490,6 @@ async def install_weights(
     return dict(zip(keys, weights.tolist(), strict=True)), summary
 
 
-async def decision_days(
-    store: Store, query: ReportQuery, seed: int = 0, baseline: str = "control"
-) -> dict[str, str | None]:
-    """Per arm, the first day whose cumulative confidence sequence for delta_1 excluded zero
-    (one look per day; reads the per-install counts per day once)."""
-    daily = await store.query_arrow(query.windows_keys_sql(86400, seed, ranks=1))
-    if not daily.num_rows:
-        return {}
-    days = daily.column("window_start").to_numpy()
-    found = sequential_decisions(arrays_from_arrow(daily, 1), days, 1, baseline)
-    return {
-        arm: None if day is None else datetime.fromtimestamp(day, UTC).date().isoformat()
-        for arm, day in found.items()
-    }
-
-
 def report_json(report: ExperimentReport) -> dict[str, Any]:
     """The report as ``report experiment --format json`` prints it."""
     import math
@@ -543,30 +517,3 @@ INTERVAL_GUARANTEES = {
         "may be watched and the study stopped when it excludes zero"
     ),
 }
-
-
-async def run_timeline(
-    store: Store, query: ReportQuery, window_s: int, seed: int = 0, baseline: str = "control"
-) -> list[tuple[int, list[ArmRow]]]:
-    """One Figure-3 table (c_1..c_10) per window, oldest first, on the columnar path."""
-    table = await store.query_arrow(query.windows_keys_sql(window_s, seed))
-    if not table.num_rows:
-        return []
-    rows = arrays_from_arrow(table, MAX_RANKS)
-    starts = table.column("window_start").to_numpy()
-    everyone = np.unique(rows.keys)  # the weights of every install, once for all windows
-    all_weights = weights_for_keys(everyone, REPLICATES, seed).astype(np.float64)
-
-    def weight_of(installs: np.ndarray) -> np.ndarray:
-        return all_weights[np.searchsorted(everyone, installs)]
-
-    firsts = np.flatnonzero(np.r_[True, starts[1:] != starts[:-1]])  # rows come ordered by window
-    bounds = [*firsts.tolist(), len(starts)]
-    out = []
-    for lo, hi in pairwise(bounds):
-        part = PerInstallArrays(
-            rows.keys[lo:hi], rows.arm_codes[lo:hi], rows.arm_names, rows.units[lo:hi], rows.clicks[lo:hi]
-        )
-        table_w = figure3_arrays(part, MAX_RANKS, REPLICATES, seed, baseline=baseline, weight_of=weight_of)
-        out.append((int(starts[lo]), table_w))
-    return out

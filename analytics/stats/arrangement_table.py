@@ -18,7 +18,7 @@ import numpy as np
 
 from analytics.stats import sequential
 from analytics.stats.arrangement import distortion, gap
-from analytics.stats.bootstrap import install_key, weights_for_keys
+from analytics.stats.bootstrap import ReplicateWeights, install_key, sorted_unique, weights_for_keys
 
 CONTROL = "control"
 
@@ -123,18 +123,18 @@ def figure3_arrays(
     level: float = 0.95,
     baseline: str = CONTROL,
     intervals: str = "bootstrap",
-    weight_of: Callable[[np.ndarray], np.ndarray] | None = None,
+    weight_of: Callable[[np.ndarray], np.ndarray] | ReplicateWeights | None = None,
 ) -> list[ArmRow]:
     """``figure3`` on columns. Per install and arm, units and clicks are bincounts into one
     matrix [install, arm x (units, c_1..c_k)]; every replicate sum of every arm is then one
-    matrix product with the weights [install, replicate]."""
-    installs, at = np.unique(rows.keys, return_inverse=True)
+    matrix product with the weights [install, replicate]. ``weight_of`` gives weight rows
+    the caller already holds (a ``ReplicateWeights`` set multiplies without gathering them)."""
+    installs, at = sorted_unique(rows.keys)
     n, n_arms, width = installs.size, len(rows.arm_names), ranks + 1
     cell = at * n_arms + rows.arm_codes
     values = np.column_stack([rows.units, rows.clicks[:, :ranks]])
-    sums = np.stack(
-        [np.bincount(cell, weights=values[:, j], minlength=n * n_arms) for j in range(width)], axis=1
-    )
+    sums = np.zeros((n * n_arms, width))
+    np.add.at(sums, cell, values)  # rows of one (install, arm) add up
     per_install: np.ndarray = sums.reshape(n, n_arms * width)  # arm-major: units, c_1..c_k
     raw_units = per_install[:, ::width].copy()
     if rows.weights is not None:
@@ -147,11 +147,13 @@ def figure3_arrays(
     point = {a: _ratio(totals[index[a], 1:], np.full(ranks, totals[index[a], 0])) for a in arms}
     if intervals not in INTERVALS:
         raise ValueError(f"intervals must be one of {INTERVALS}")
-    if weight_of is not None:  # weight rows the caller already holds (a timeline's windows)
-        w = weight_of(installs)
+    if isinstance(weight_of, ReplicateWeights):
+        sums = weight_of.sums(installs, per_install)
+    elif weight_of is not None:  # weight rows the caller already holds (a timeline's windows)
+        sums = weight_of(installs).T @ per_install
     else:
-        w = weights_for_keys(installs, replicates, seed).astype(np.float64)  # [install, replicate]
-    replicated = (w.T @ per_install).reshape(replicates, n_arms, width)
+        sums = weights_for_keys(installs, replicates, seed).astype(np.float64).T @ per_install
+    replicated = sums.reshape(replicates, n_arms, width)
     boot = {a: _ratio(replicated[:, index[a], 1:], replicated[:, index[a], :1]) for a in arms}
     bounds = _bootstrap_bounds(boot, baseline, level)
     if intervals == "sequential":
@@ -248,41 +250,70 @@ def _sequential_bounds(
     return out
 
 
-def sequential_decisions(
+@dataclass(frozen=True)
+class Look:
+    """The confidence sequence for delta_1 of one arm, evaluated at one look (e.g. a day)
+    on the cumulative counts up to it."""
+
+    look: int
+    arm: str
+    installs: int
+    low: float
+    high: float
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+def sequential_looks(
     rows: PerInstallArrays, looks: np.ndarray, ranks: int = 1, baseline: str = CONTROL, alpha: float = 0.05
-) -> dict[str, int | None]:
-    """The decision line: for every arm, the first look (a value of ``looks``, e.g. a day)
-    at which the confidence sequence for delta_1 excluded zero, or None (not yet).
+) -> list[Look]:
+    """The sequence for delta_1 of every arm at every look, oldest first.
 
     ``rows`` are per (look, install, arm) counts, ``looks`` the look of each row; the
     sequence is evaluated on the cumulative counts up to each look in turn. A confidence
     sequence may be looked at as often as one likes, so evaluating it at every past look
     after the fact keeps its guarantee.
     """
-    installs, at = np.unique(rows.keys, return_inverse=True)
+    installs, at = sorted_unique(rows.keys)
     n_arms, width = len(rows.arm_names), ranks + 1
     cell = at * n_arms + rows.arm_codes
     values = np.column_stack([rows.units, rows.clicks[:, :ranks]])
     cumulative = np.zeros((installs.size * n_arms, width))
-    decided: dict[str, int | None] = {a: None for a in rows.arm_names if a != baseline}
     index = {rows.arm_names[a]: int(a) for a in np.unique(rows.arm_codes)}
+    out: list[Look] = []
+    if baseline not in index:
+        return out
     if np.any(looks[1:] < looks[:-1]):  # rows of one look side by side (the query orders them)
         order = np.argsort(looks, kind="stable")
         looks, cell, values = looks[order], cell[order], values[order]
     starts = np.flatnonzero(np.r_[True, looks[1:] != looks[:-1]])
-    size = cumulative.shape[0]
     for lo, hi in pairwise([*starts.tolist(), looks.size]):
-        look = looks[lo]
-        for j in range(width):
-            cumulative[:, j] += np.bincount(cell[lo:hi], weights=values[lo:hi, j], minlength=size)
-        seen = (cumulative.reshape(installs.size, n_arms * width)[:, ::width] > 0).any(axis=1)
-        per_install = cumulative.reshape(installs.size, n_arms * width)[seen]
-        if baseline not in index:
-            break
+        np.add.at(cumulative, cell[lo:hi], values[lo:hi])
+        wide = cumulative.reshape(installs.size, n_arms * width)
+        per_install = wide[(wide[:, ::width] > 0).any(axis=1)]
         bounds = _sequential_bounds(per_install, index, width, baseline, alpha)
-        for arm in decided:
-            if decided[arm] is None and ("delta", arm) in bounds:
+        for arm in sorted(index):
+            if ("delta", arm) in bounds:
                 low, high = bounds[("delta", arm)][0]
-                if low > 0 or high < 0:
-                    decided[arm] = int(look)
+                out.append(Look(int(looks[lo]), arm, int(per_install.shape[0]), low, high))
+    return out
+
+
+def first_exclusions(looks: Iterable[Look], arms: Iterable[str]) -> dict[str, int | None]:
+    """Per arm, the first look at which the sequence excluded zero, or None (not yet)."""
+    decided: dict[str, int | None] = dict.fromkeys(arms)
+    for look in sorted(looks, key=lambda x: x.look):
+        if look.arm in decided and decided[look.arm] is None and look.excludes_zero:
+            decided[look.arm] = look.look
     return decided
+
+
+def sequential_decisions(
+    rows: PerInstallArrays, looks: np.ndarray, ranks: int = 1, baseline: str = CONTROL, alpha: float = 0.05
+) -> dict[str, int | None]:
+    """The decision line: for every arm, the first look (a value of ``looks``, e.g. a day)
+    at which the confidence sequence for delta_1 excluded zero, or None (not yet)."""
+    arms = [a for a in rows.arm_names if a != baseline]
+    return first_exclusions(sequential_looks(rows, looks, ranks, baseline, alpha), arms)

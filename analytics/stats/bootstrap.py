@@ -131,6 +131,65 @@ def weights_for_keys(keys: np.ndarray, replicates: int, seed: int) -> np.ndarray
     return _CACHE.for_keys(keys, replicates, seed)
 
 
+def sorted_unique(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)``, in one pass when ``keys`` come sorted (the
+    report's statements order their rows by install key): no hash table, no sort."""
+    keys = np.asarray(keys)
+    if keys.size and bool(np.all(keys[1:] >= keys[:-1])):
+        first = np.r_[True, keys[1:] != keys[:-1]]
+        return keys[first], np.cumsum(first) - 1
+    return np.unique(keys, return_inverse=True)
+
+
+class ReplicateWeights:
+    """The weights [install, replicate] of one set of installs as float64, computed once and
+    shared by every table of a report (and by the next report over the same installs).
+
+    ``sums`` gives every replicate's weighted column sums, ``W[installs].T @ values``, as one
+    matrix product over the whole set: the caller's rows are scattered into the set's order
+    (a small matrix) instead of gathering weight rows (a large one)."""
+
+    def __init__(self, keys: np.ndarray, replicates: int, seed: int) -> None:
+        self.keys = np.unique(np.asarray(keys, dtype=np.uint64))
+        self.seed, self.replicates = seed, replicates
+        self.matrix = weights_for_keys(self.keys, replicates, seed).astype(np.float64)
+
+    def __call__(self, installs: np.ndarray) -> np.ndarray:
+        """The weight rows of ``installs`` (keys of this set)."""
+        return self.matrix[self._at(installs)]
+
+    def _at(self, installs: np.ndarray) -> np.ndarray:
+        at = np.searchsorted(self.keys, installs)
+        if at.size and (at.max() >= self.keys.size or np.any(self.keys[at] != installs)):
+            raise KeyError("an install outside this weight set")
+        return at
+
+    def sums(self, installs: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """[replicate, column]: sum over ``installs`` (unique keys) of weight x ``values`` row."""
+        if installs.size == self.keys.size and np.array_equal(installs, self.keys):
+            return self.matrix.T @ values
+        full = np.zeros((self.keys.size, values.shape[1]))
+        full[self._at(installs)] = values
+        return self.matrix.T @ full
+
+
+_SETS: dict[tuple[int, int, bytes], ReplicateWeights] = {}
+SETS_KEPT = 4
+
+
+def replicate_weights(keys: np.ndarray, replicates: int, seed: int) -> ReplicateWeights:
+    """``ReplicateWeights`` for this set of installs, reused while the set is unchanged (a
+    board refreshing a finished study, reports of its subsets): the float matrix is the
+    costly part at 100k installs (0.2-0.3 s)."""
+    unique = np.unique(np.asarray(keys, dtype=np.uint64))
+    name = (replicates, seed, xxhash.xxh3_128_digest(unique.tobytes()))
+    found = _SETS.pop(name, None) or ReplicateWeights(unique, replicates, seed)
+    _SETS[name] = found  # most recently used last
+    while len(_SETS) > SETS_KEPT:
+        del _SETS[next(iter(_SETS))]
+    return found
+
+
 def install_key_sql(install_expr: str, seed: int) -> str:
     """ClickHouse expression for ``install_key``."""
     return f"xxHash64(concat('{int(seed)}:', {install_expr}))"

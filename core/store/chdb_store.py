@@ -17,8 +17,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from core.store.base import (
     INSERT_SETTINGS,
     READ_SETTINGS,
@@ -26,6 +24,7 @@ from core.store.base import (
     QueryResult,
     Store,
     StoreError,
+    loads_json,
 )
 
 log = logging.getLogger(__name__)
@@ -160,7 +159,7 @@ class ChdbStore(Store):
 def _result(raw: bytes) -> QueryResult:
     if not raw.strip():
         return QueryResult()
-    doc = orjson.loads(raw)
+    doc = loads_json(raw)
     meta = doc.get("meta", [])
     return QueryResult(
         columns=[m["name"] for m in meta],

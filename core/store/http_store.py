@@ -7,7 +7,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from core.store.base import QueryLimits, QueryResult, Store, StoreError, StoreUnavailable
+from core.store.base import QueryLimits, QueryResult, Store, StoreError, StoreUnavailable, loads_json
 
 TOKEN_HEADER = "X-Auditstream-Store-Token"
 
@@ -51,7 +51,7 @@ class HttpStore(Store):
         params = {"read_only": "1"} if read_only else {}
         if limits is not None:
             params.update(limits.to_params())
-        doc = orjson.loads(await self._post("/query", sql.encode(), params))
+        doc = loads_json(await self._post("/query", sql.encode(), params))
         return QueryResult(doc["columns"], doc["types"], doc["rows"])
 
     async def query_arrow(self, sql: str) -> Any:

@@ -12,24 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from analytics.reports.decisions import restore_looks
 from analytics.reports.experiment import (
     BOX_BASELINE,
     BOX_RANKS,
     INTERVAL_GUARANTEES,
     ReportQuery,
-    decision_days,
     flatten,
     parse_moment,
     parse_window,
     report_json,
     run_experiment_report,
-    run_timeline,
 )
+from analytics.reports.timeline import run_timeline
 from analytics.stats.reweight import Targets, read_targets, targets_from_rows
 from core.lifetime import exit_with_parent
 from core.settings import Settings
@@ -101,11 +100,11 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
     statements = queries.experiment_sql(query)
     try:
         report = await run_experiment_report(
-            store, query, ranks, SEED, "control", intervals, TARGETS["board"], with_decisions=False
+            store, query, ranks, SEED, "control", intervals, TARGETS["board"]
         )
-        decisions = await _decisions(store, query) if intervals == "sequential" and report.figure3 else None
     except StoreError as exc:
         raise PanelFailed(str(exc)[:500]) from None
+    decisions = report.decisions if intervals == "sequential" and report.figure3 else None
     srm_alerts = await _rows(store, statements["srm_alerts"])
     drops = panels.drops_panel(report.drops)
     # the arms this engine runs (an experiment may run fewer on some engines)
@@ -131,22 +130,6 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "drops": drops,
         "srm": panels.srm_panel(drops, allocation, srm_alerts),
     }
-
-
-DECISIONS_EVERY_S = 300.0
-"""The decision line reads a day of per-install counts per look: the board recomputes it at
-most every five minutes (it moves by days; the first exclusion, once found, stays)."""
-_DECISIONS: dict[tuple[str, str], tuple[float, dict[str, str | None]]] = {}
-
-
-async def _decisions(store: Store, query: ReportQuery) -> dict[str, str | None]:
-    key = (query.experiment_id, query.engine)
-    cached = _DECISIONS.get(key)
-    if cached is not None and time.monotonic() - cached[0] < DECISIONS_EVERY_S:
-        return cached[1]
-    found = await decision_days(store, query, SEED, "control")
-    _DECISIONS[key] = (time.monotonic(), found)
-    return found
 
 
 async def _autocomplete(store: Store, panel: Panel) -> dict[str, Any]:
@@ -221,6 +204,15 @@ async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:
     }
 
 
+async def _restore_looks(store: Store, panel: Panel) -> dict[str, Any]:
+    """After an import: the study's decision-line looks stored anew (analytics/reports/decisions.py)."""
+    try:
+        await restore_looks(store, panel.get("experiment_id"), panel.get("engine"))
+    except StoreError as exc:
+        raise PanelFailed(str(exc)[:500]) from None
+    return {}
+
+
 KINDS = {
     "report": _report,
     "timeline": _timeline,
@@ -229,6 +221,7 @@ KINDS = {
     "autocomplete": _autocomplete,
     "personalization": _personalization,
     "alerts": _alerts,
+    "restore_looks": _restore_looks,
 }
 
 

@@ -19,11 +19,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 
+from analytics.reports import decisions
 from core.store import Store
 from core.store.retry import until_done
 from streams.metrics import WorkerMetrics
-from streams.recompute import arrangement_stats
+from streams.recompute import arrangement_hourly, arrangement_stats
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +41,9 @@ class _Pending:
 
 
 class ArrangementRollup:
-    """Coalesces the recomputes of ``agg_arrangement_10s`` and, after them, of the
-    touched installs' study-wide rows in ``agg_arrangement_install``.
+    """Coalesces the recomputes of ``agg_arrangement_10s``, then of the touched hours' replicate
+    sums in ``agg_arrangement_replicates_1h`` (each hour whole), then of the touched
+    installs' study-wide rows in ``agg_arrangement_install``.
 
     ``mark`` returns a future that completes when the marked keys are recomputed.
     ``on_done`` gets the experiments of each completed recompute (the SRM check then
@@ -110,6 +113,8 @@ class ArrangementRollup:
         async def once() -> None:
             started = time.perf_counter()
             await self.store.execute(arrangement_stats.slices_sql(due.slices))
+            await arrangement_hourly.recompute_hours(self.store, arrangement_hourly.hours_of(due.slices))
+            await forget_old_looks(self.store, due.slices)
             for chunk in _chunks(sorted(due.installs), INSTALL_CHUNK):
                 await self.store.execute(arrangement_stats.installs_sql(chunk))
                 await self.store.execute(arrangement_stats.subsets_sql(chunk))
@@ -122,6 +127,29 @@ class ArrangementRollup:
             count=lambda kind: self.metrics.rollup_errors.labels(kind).inc(),
             max_backoff_s=self.max_backoff_s,
         )
+
+
+def stale_looks(slices: Iterable[SliceKey], now: float) -> dict[tuple[str, str], date]:
+    """Per study, the first day whose stored decision-line look the recomputed ``slices``
+    make stale: a slice of a day that has been over for ``GRACE_S`` (a replay after a long
+    outage); a look is stored only for such days (analytics/reports/decisions.py)."""
+    newest_stored = now - decisions.GRACE_S - decisions.DAY_S  # latest start of a stored day
+    oldest: dict[tuple[str, str], int] = {}
+    for experiment_id, engine, start in slices:
+        day_start = start - start % decisions.DAY_S
+        if day_start <= newest_stored:
+            key = (experiment_id, engine)
+            oldest[key] = min(oldest.get(key, day_start), day_start)
+    return {key: datetime.fromtimestamp(start, UTC).date() for key, start in oldest.items()}
+
+
+async def forget_old_looks(store: Store, slices: Iterable[SliceKey], now: float | None = None) -> None:
+    """Forget the looks that recomputed slices made stale; the next report stores them anew."""
+    for (experiment_id, engine), day in sorted(
+        stale_looks(slices, time.time() if now is None else now).items()
+    ):
+        log.info("slices of %s recomputed after its look was stored: forgetting looks from it on", day)
+        await decisions.forget_looks(store, experiment_id, engine, day)
 
 
 INSTALL_CHUNK = 2000

@@ -82,6 +82,7 @@ def assert_install_stats_exact(svc: Service, exp: str) -> None:
 
     wait_for(matches, 90, f"arrangement_install_day of {exp} = recount")
     assert_study_install_rows_exact(svc, exp)
+    assert_hourly_replicates_exact(svc, exp)
 
 
 STUDY_RECOUNT = """
@@ -153,6 +154,96 @@ def assert_study_install_rows_exact(svc: Service, exp: str) -> None:
         return bool(expected) and stored == expected
 
     wait_for(subsets_match, 90, f"arrangement_install_subset of {exp} = recount")
+
+
+HOURLY_RECOUNT = """
+SELECT engine, toUInt32(toStartOfHour(received_at)) AS hour, install_id, arm,
+       least(greatest(dateDiff('day', install_day, toDate(received_at)), 0), 7) AS age,
+       toUInt8(identified) AS ident, countIf(type = 'click') AS units,
+       countIf(type = 'serp_view') AS impressions, [{per_rank}] AS clicks
+FROM extension_events WHERE experiment_id = '{exp}'
+GROUP BY engine, hour, install_id, arm, age, ident
+""".replace(
+    "{per_rank}",
+    ", ".join(
+        f"countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = {r})"
+        for r in range(1, 11)
+    ),
+)
+HOURLY_STORED = """
+SELECT engine, toUInt32(hour_start) AS hour, arm, install_age_days AS age, identified AS ident, units,
+       impressions, clicks, installs_units, installs_impressions,
+       arrayStringConcat(arrayMap(x -> toString(x), rep_units), ',') AS rep_units_text,
+       arrayStringConcat(arrayMap(x -> toString(x), rep_impressions), ',') AS rep_impressions_text,
+       arrayStringConcat(arrayMap(x -> toString(x), rep_clicks), ',') AS rep_clicks_text
+FROM arrangement_replicates_1h WHERE experiment_id = '{exp}'
+"""
+"""The replicate sums as text: orjson 3.13 cannot parse some of chDB's pretty-printed JSON
+holding long runs of small numbers ("failed to allocate memory")."""
+
+
+def hourly_recount(rows: list[dict]) -> dict[tuple, tuple]:
+    """The per-hour replicate sums from per-install counts, with the scalar reference weights
+    (``poisson1(unit_uniform(install, r, 0))``), summed row by row: per (engine, hour, arm, age,
+    identified) the point sums, the installs (each counted once per hour, arm and identified,
+    at its oldest age with units / impressions) and the 200 replicate sums, clicks rank-major."""
+    import numpy as np
+
+    from analytics.stats.bootstrap import poisson1, unit_uniform
+
+    weights: dict[str, np.ndarray] = {}
+    sums: dict[tuple, list[np.ndarray]] = {}
+    oldest: dict[tuple, int] = {}
+    for r in rows:
+        install = r["install_id"]
+        if install not in weights:
+            weights[install] = np.array([poisson1(unit_uniform(install, b, 0)) for b in range(200)])
+        w = weights[install]
+        key = (r["engine"], int(r["hour"]), r["arm"], int(r["age"]), int(r["ident"]))
+        point, _, units, impressions, clicks = sums.setdefault(
+            key,
+            [
+                np.zeros(12, np.int64),
+                np.zeros(2, np.int64),
+                *(np.zeros(n, np.int64) for n in (200, 200, 2000)),
+            ],
+        )
+        point += [r["units"], r["impressions"], *r["clicks"]]
+        units += w * r["units"]
+        impressions += w * r["impressions"]
+        for i, c in enumerate(r["clicks"]):
+            clicks[i * 200 : (i + 1) * 200] += w * c  # rank-major: [i * 200 + b]
+        for n, column in enumerate(("units", "impressions")):
+            if r[column] > 0:
+                context = (r["engine"], int(r["hour"]), install, r["arm"], int(r["ident"]), n)
+                oldest[context] = max(oldest.get(context, -1), int(r["age"]))
+    for (engine, hour, _, arm, ident, n), age in oldest.items():
+        sums[(engine, hour, arm, age, ident)][1][n] += 1
+    return {key: tuple(part.tolist() for part in parts) for key, parts in sums.items()}
+
+
+def assert_hourly_replicates_exact(svc: Service, exp: str) -> None:
+    """The per-hour replicate sums (what `report timeline --window 1h` reads) equal a recount
+    of the raw events with the scalar reference weights, row for row."""
+
+    def stored() -> dict[tuple, tuple]:
+        return {
+            (r["engine"], int(r["hour"]), r["arm"], int(r["age"]), int(r["ident"])): (
+                [r["units"], r["impressions"], *r["clicks"]],
+                [r["installs_units"], r["installs_impressions"]],
+                *(
+                    [int(x) for x in r[f"rep_{c}_text"].split(",")]
+                    for c in ("units", "impressions", "clicks")
+                ),
+            )
+            for r in svc.sql(HOURLY_STORED.format(exp=exp))
+        }
+
+    def matches() -> bool:
+        expected = hourly_recount(svc.sql(HOURLY_RECOUNT.format(exp=exp)))
+        return bool(expected) and stored() == expected
+
+    wait_for(matches, 90, f"arrangement_replicates_1h of {exp} = recount")
 
 
 RANGE_STORED = """

@@ -20,6 +20,7 @@ from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfi
 from tests.helpers import Service, http
 from tests.integration.test_end_to_end import (
     assert_aggregate_exact,
+    assert_hourly_replicates_exact,
     assert_install_stats_exact,
     assert_study_install_rows_exact,
 )
@@ -34,6 +35,7 @@ DERIVED = {
     "arrangement_install_day": "count(), sum(units), sum(impressions), sum(arraySum(clicks))",
     "arrangement_install": "count(), sum(units), sum(impressions), sum(arraySum(clicks)), sum(clicks_ad)",
     "agg_arrangement_10s": "count()",
+    "arrangement_replicates_1h": "count(), sum(units), sum(installs_units), sum(arraySum(rep_clicks))",
 }
 
 
@@ -98,6 +100,7 @@ def test_import_stores_once_and_a_reimport_changes_nothing(service: Service, tmp
     assert_aggregate_exact(service, EXP)
     assert_install_stats_exact(service, EXP)  # also the study-wide rows
     assert_study_install_rows_exact(service, EXP)
+    assert_hourly_replicates_exact(service, EXP)
     before = snapshot(service)
 
     code, output = run_import(service, str(jsonl), str(gz), str(parquet))

@@ -1,0 +1,222 @@
+"""The decision line: per arm, the first day the confidence sequence for delta_1 excluded zero.
+
+A look at day d evaluates the sequence on every per-install count up to the end of d, a
+pass over the study's 10-second slices that grows with the events (6 s at 10M). A
+complete day's look never changes afterwards: live events are stamped with the moment
+they arrive, so they only ever land on today. So each complete day's look is computed
+once and stored (``agg_arrangement_looks``, migration 0028), and a report reads those
+rows plus the look of now, which is the sequence on its own per-install totals. What
+writes past days forgets the looks from that day on: an import (``forget_looks``, then
+the looks are stored anew) and a worker that recomputes an old slice (a replay after a
+long outage).
+
+Selections whose looks can move with new data are never stored: the n_candidates
+quintiles (their bounds are quantiles of the whole selection).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+
+import numpy as np
+import orjson
+
+from analytics.reports.experiment import ReportQuery, arrays_from_arrow
+from analytics.stats.arrangement_subsets import SUBSETS
+from analytics.stats.arrangement_table import (
+    CONTROL,
+    Look,
+    PerInstallArrays,
+    first_exclusions,
+    sequential_looks,
+)
+from core.store import Store
+from schemas.sql import quote
+
+DAY_S = 86400
+GRACE_S = 3600
+"""A day's look is stored once the day has been over for an hour: events received before
+midnight that the worker stores a little late still count in it."""
+TABLE = "agg_arrangement_looks"
+
+
+def selection_key(query: ReportQuery, seed: int, baseline: str) -> str:
+    """What a stored look was computed for, as text (part of the table's key)."""
+    parts = {
+        "subset": query.subset,
+        "burn_in_days": query.burn_in_days,
+        "identified_only": query.identified_only,
+        "unit_mode": query.unit_mode,
+        "seed": seed,
+        "baseline": baseline,
+        "since": str(query.since) if query.since else None,
+        "until": str(query.until) if query.until else None,
+    }
+    return orjson.dumps(parts, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def storable(query: ReportQuery) -> bool:
+    """Looks of this selection stay right once stored (named subsets, whole days)."""
+    return query.subset in SUBSETS and not query._fine
+
+
+def _where(query: ReportQuery, selection: str) -> str:
+    return (
+        f"experiment_id = {quote(query.experiment_id)} AND engine = {quote(query.engine)} "
+        f"AND selection = {quote(selection)}"
+    )
+
+
+def _day(moment: int) -> date:
+    return datetime.fromtimestamp(moment, UTC).date()
+
+
+def _start(day: date) -> int:
+    return int(datetime.combine(day, datetime.min.time(), UTC).timestamp())
+
+
+async def data_days(store: Store, query: ReportQuery) -> tuple[date, date] | None:
+    """The first and last day with per-install counts in the study (from the study-wide
+    rows: one per install and context, not per event)."""
+    result = await store.query(
+        "SELECT toUInt32(min(first_slice)), toUInt32(max(last_slice)), count() FROM agg_arrangement_install "
+        f"WHERE experiment_id = {quote(query.experiment_id)} AND engine = {quote(query.engine)}",
+        read_only=True,
+    )
+    first, last, n = result.rows[0]
+    if not int(n):
+        return None
+    lo, hi = _day(int(first)), _day(int(last))
+    if query.since is not None:
+        lo = max(lo, query.since if not isinstance(query.since, datetime) else query.since.date())
+    if query.until is not None:
+        hi = min(hi, query.until if not isinstance(query.until, datetime) else query.until.date())
+    return lo, hi
+
+
+async def stored_looks(store: Store, query: ReportQuery, selection: str) -> tuple[list[Look], date | None]:
+    """The stored looks of a selection and the day they were computed through."""
+    result = await store.query(
+        "SELECT toUInt32(toDateTime(look_day, 'UTC')), arm, installs, delta_low, delta_high "
+        f"FROM {TABLE} FINAL WHERE {_where(query, selection)} ORDER BY look_day, arm",
+        read_only=True,
+    )
+    looks, through = [], None
+    for day, arm, installs, low, high in result.rows:
+        through = _day(int(day))
+        if arm:
+            looks.append(Look(int(day), arm, int(installs), _float(low), _float(high)))
+    return looks, through
+
+
+def _float(value: object) -> float:
+    return float("nan") if value is None or value == "nan" else float(value)  # type: ignore[arg-type]
+
+
+async def compute_looks(
+    store: Store, query: ReportQuery, seed: int, baseline: str, through: date | None = None
+) -> list[Look]:
+    """Every day's look up to ``through`` (inclusive; None: all data), in one pass over the
+    per-(day, install, arm) counts."""
+    ranged = query if through is None else replace(query, until=through)
+    daily = await store.query_arrow(ranged.windows_keys_sql(DAY_S, seed, ranks=1))
+    if not daily.num_rows:
+        return []
+    return sequential_looks(arrays_from_arrow(daily, 1), daily.column("window_start").to_numpy(), 1, baseline)
+
+
+async def store_looks(
+    store: Store, query: ReportQuery, selection: str, looks: list[Look], through: date
+) -> None:
+    """Keep the looks of complete days and mark the day they run through."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    def row(day: int, arm: str, installs: int, low: float, high: float) -> bytes:
+        return orjson.dumps(
+            {
+                "experiment_id": query.experiment_id,
+                "engine": query.engine,
+                "selection": selection,
+                "look_day": _day(day).isoformat(),
+                "arm": arm,
+                "installs": installs,
+                "delta_low": None if np.isnan(low) else low,
+                "delta_high": None if np.isnan(high) else high,
+                "computed_at": stamp,
+            }
+        )
+
+    lines = [row(x.look, x.arm, x.installs, x.low, x.high) for x in looks if _day(x.look) <= through]
+    lines.append(row(_start(through), "", 0, float("nan"), float("nan")))
+    await store.insert_json_rows(TABLE, b"\n".join(lines))
+
+
+async def forget_looks(store: Store, experiment_id: str, engine: str, from_day: date | None = None) -> None:
+    """Drop the stored looks of a study (from ``from_day`` on): past days were written."""
+    where = f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
+    if from_day is not None:
+        where += f" AND look_day >= {quote(from_day.isoformat())}"
+    await store.execute(f"DELETE FROM {TABLE} WHERE {where}")
+
+
+def current_looks(rows: PerInstallArrays, moment: int, baseline: str = CONTROL) -> list[Look]:
+    """The look of now from per (install, arm) totals (the report's own rows)."""
+    return sequential_looks(rows, np.full(rows.keys.size, moment), 1, baseline)
+
+
+async def decision_days(
+    store: Store,
+    query: ReportQuery,
+    seed: int = 0,
+    baseline: str = CONTROL,
+    totals: PerInstallArrays | None = None,
+    now: float | None = None,
+) -> dict[str, str | None]:
+    """Per arm, the first day whose look excluded zero (ISO date), or None (not yet).
+
+    Complete days come from the stored looks (computed and stored first if missing);
+    days after them from ``totals`` (the selection's per-install totals up to now, when
+    the caller has them and the selection has no end) or from a pass over their counts.
+    """
+    span = await data_days(store, query)
+    if span is None:
+        return {}
+    first, last = span
+    now_s = time.time() if now is None else now
+    complete = min(last, _day(int(now_s) - GRACE_S) - timedelta(days=1))
+    selection = selection_key(query, seed, baseline)
+    looks: list[Look] = []
+    through: date | None = None
+    if storable(query) and complete >= first:
+        looks, through = await stored_looks(store, query, selection)
+        if through is None or through < complete:
+            looks = await compute_looks(store, query, seed, baseline, complete)
+            await store_looks(store, query, selection, looks, complete)
+            through = complete
+    if through is None or through < last:  # days not stored: today, or a selection never stored
+        if totals is not None and query.until is None and totals.keys.size:
+            looks += current_looks(totals, _start(last), baseline)
+        else:
+            fresh = await compute_looks(store, query, seed, baseline)
+            looks += [x for x in fresh if through is None or _day(x.look) > through]
+    arms = sorted({x.arm for x in looks})
+    found = first_exclusions(looks, arms)
+    return {arm: None if day is None else _day(day).isoformat() for arm, day in found.items()}
+
+
+async def restore_looks(store: Store, experiment_id: str, engine: str) -> None:
+    """After past days were written (an import): forget the study's stored looks and store
+    those of the selections the board and ``report experiment`` show by default (the
+    registered burn-in and unit mode, and the report's defaults), so neither pays the pass."""
+    await forget_looks(store, experiment_id, engine)
+    registered = await store.query(
+        f"SELECT burn_in_days, unit_mode FROM experiments WHERE experiment_id = {quote(experiment_id)}",
+        read_only=True,
+    )
+    queries = {ReportQuery(experiment_id, engine)}
+    for burn_in, unit_mode in registered.rows:
+        queries.add(ReportQuery(experiment_id, engine, int(burn_in), unit_mode=str(unit_mode or "click")))
+    for query in sorted(queries, key=repr):
+        await decision_days(store, query)

@@ -1,0 +1,246 @@
+"""``report timeline``: one Figure-3 table (c_1..c_10) per window, oldest first.
+
+Two paths, one answer. Hourly windows of the clustered bootstrap's own seed (0) read the
+per-hour replicate sums of ``agg_arrangement_replicates_1h`` (migration 0027): the
+bootstrap weights an install the same in every window, so a replicate's sums over a
+window are the sums of its hours' replicate sums, and the read grows with hours x arms,
+not with the events. Every other timeline reads the per-(window, install, arm) rows of
+the 10-second slices and bootstraps each window from them. Both give the same numbers:
+the sums are of integers (exact in float64), and the ratios and percentiles are taken by
+the same helpers (``analytics.stats.arrangement_table``) on the same values.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from analytics.reports.experiment import (
+    MAX_RANKS,
+    REPLICATES,
+    STUDY_AGE_CAP,
+    UNIT_COLUMNS,
+    ReportQuery,
+    arrays_from_arrow,
+)
+from analytics.stats.arrangement import distortion, gap
+from analytics.stats.arrangement_table import (
+    ArmRow,
+    Estimate,
+    PerInstallArrays,
+    _bootstrap_bounds,
+    _ratio,
+    figure3_arrays,
+)
+from analytics.stats.bootstrap import weights_for_keys
+from core.store import Store
+from schemas.sql import quote
+
+HOURLY_TABLE = "agg_arrangement_replicates_1h"
+HOUR_S = 3600
+HOURLY_SEED = 0
+"""The seed of the stored replicates (``report timeline``'s and the board's default)."""
+HOURLY_REPLICATES = REPLICATES
+HOURLY_RANKS = MAX_RANKS
+HOURLY_AGE_CAP = STUDY_AGE_CAP
+"""Ages are kept up to 7 days (7 = seven or more), as in ``agg_arrangement_install``."""
+LEVEL = 0.95
+CHUNK_COLUMNS = 512
+"""(window, position) columns per ``_bootstrap_bounds`` call: its percentiles run faster on
+a block that stays in cache than on all windows at once."""
+
+
+async def run_timeline(
+    store: Store, query: ReportQuery, window_s: int, seed: int = 0, baseline: str = "control"
+) -> list[tuple[int, list[ArmRow]]]:
+    """One Figure-3 table (c_1..c_10) per window, oldest first: from the per-hour replicate
+    sums when they hold the answer (``reads_hourly``), else from the 10-second slices."""
+    if reads_hourly(query, window_s, seed):
+        table = await store.query_arrow(hourly_sql(query))
+        return timeline_from_hourly(table, baseline)
+    return await _timeline_from_slices(store, query, window_s, seed, baseline)
+
+
+def reads_hourly(query: ReportQuery, window_s: int, seed: int) -> bool:
+    """Whether ``agg_arrangement_replicates_1h`` answers the timeline: hourly windows, the
+    stored seed, a burn-in of at most 7 days, identified installs only, the subset 'all',
+    and a range (if any) of whole hours (dates are whole days)."""
+    return (
+        window_s == HOUR_S
+        and seed == HOURLY_SEED
+        and query.identified_only
+        and 0 <= query.burn_in_days <= HOURLY_AGE_CAP
+        and query.subset == "all"
+        and query.unit_mode in UNIT_COLUMNS
+        and _whole_hour(query.since)
+        and _whole_hour(query.until)
+    )
+
+
+def _whole_hour(moment: date | datetime | None) -> bool:
+    if not isinstance(moment, datetime):
+        return True  # absent, or a whole day
+    return moment.minute == 0 and moment.second == 0 and moment.microsecond == 0
+
+
+def hourly_sql(query: ReportQuery) -> str:
+    """Per (hour, arm): the point sums, installs and replicate sums of the rows kept by the
+    preprocessing (age >= burn-in, identified), read as Arrow by ``timeline_from_hourly``."""
+    unit = UNIT_COLUMNS[query.unit_mode]
+    fine = query.at_slice_resolution()  # since/until as times, until exclusive
+    parts = [
+        f"experiment_id = {quote(query.experiment_id)}",
+        f"engine = {quote(query.engine)}",
+        "identified = 1",
+        f"install_age_days >= {int(query.burn_in_days)}",
+    ]
+    if fine.since is not None:
+        parts.append(f"hour_start >= toDateTime({quote(_text(fine.since))}, 'UTC')")
+    if fine.until is not None:
+        parts.append(f"hour_start < toDateTime({quote(_text(fine.until))}, 'UTC')")
+    return (
+        "SELECT toUInt32(hour_start) AS window_start, arm, "
+        f"toFloat64(sum({unit})) AS n_units, sumForEach(clicks) AS n_clicks, "
+        f"sum(installs_{unit}) AS n_installs, sumForEach(rep_{unit}) AS rep_n_units, "
+        "sumForEach(rep_clicks) AS rep_n_clicks "
+        f"FROM {HOURLY_TABLE} FINAL WHERE {' AND '.join(parts)} "
+        "GROUP BY window_start, arm ORDER BY window_start, arm"
+    )
+
+
+def _text(moment: date | datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _lists(table: Any, name: str, width: int) -> np.ndarray:
+    """A list column of ``width`` integers per row as a float64 matrix [row, width]."""
+    column = table.column(name).combine_chunks()
+    values = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
+    if values.size != table.num_rows * width:
+        raise ValueError(f"{HOURLY_TABLE}: {name} does not hold {width} values per row")
+    return values.reshape(table.num_rows, width)
+
+
+def timeline_from_hourly(
+    table: Any,
+    baseline: str = "control",
+    ranks: int = HOURLY_RANKS,
+    replicates: int = HOURLY_REPLICATES,
+    level: float = LEVEL,
+) -> list[tuple[int, list[ArmRow]]]:
+    """The rows of ``hourly_sql`` (an Arrow table) as one Figure-3 table per window, as
+    ``figure3_arrays`` computes it from per-install rows: the same ratios (``_ratio``) and
+    percentile intervals (``_bootstrap_bounds``), every window at once."""
+    if not table.num_rows:
+        return []
+    import pyarrow.compute as pc
+
+    arm = pc.dictionary_encode(table.column("arm")).combine_chunks()
+    names: list[str] = arm.dictionary.to_pylist()
+    codes = arm.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    starts, at = np.unique(table.column("window_start").to_numpy(), return_inverse=True)
+    n_windows, n_arms = starts.size, len(names)
+
+    present = np.zeros((n_windows, n_arms), dtype=bool)
+    present[at, codes] = True
+    units = np.zeros((n_windows, n_arms))
+    units[at, codes] = table.column("n_units").to_numpy()
+    installs = np.zeros((n_windows, n_arms), dtype=np.int64)
+    installs[at, codes] = table.column("n_installs").to_numpy()
+    clicks = np.zeros((n_windows, n_arms, ranks))
+    clicks[at, codes] = _lists(table, "n_clicks", ranks)
+    rep_units = np.ones((n_windows, n_arms, replicates))  # arms absent from a window: 1, unused
+    rep_units[at, codes] = _lists(table, "rep_n_units", replicates)
+    rep_clicks = np.ones((n_windows, n_arms, ranks, replicates))
+    rep_clicks[at, codes] = _lists(table, "rep_n_clicks", ranks * replicates).reshape(-1, ranks, replicates)
+
+    point = _ratio(clicks, units[:, :, None])  # [window, arm, rank]
+    # per arm [replicate, window, rank], as figure3_arrays' [replicate, rank] for each window
+    boot = {
+        names[a]: _ratio(rep_clicks[:, a].transpose(2, 0, 1), rep_units[:, a].T[:, :, None])
+        for a in range(n_arms)
+    }
+    bounds = _bounds_by_window(boot, present, names, baseline, level)
+
+    order = sorted(range(n_arms), key=lambda a: (names[a] != baseline, names[a]))
+    base = names.index(baseline) if baseline in names else None
+    points: list[list[list[float]]] = point.tolist()  # the same doubles, as Python floats
+    out = []
+    for w in range(n_windows):
+        b = base if base is not None and present[w, base] else None  # the baseline, if in this window
+        found = bounds[w]
+        rows = []
+        for a in (a for a in order if present[w, a]):
+            name, mine = names[a], points[w][a]
+            row = ArmRow(name, int(units[w, a]), int(installs[w, a]))
+            row.ctr = [Estimate(mine[i], *found[("ctr", name)][i]) for i in range(ranks)]
+            if name != baseline and b is not None:
+                theirs, deltas, betas = points[w][b], found[("delta", name)], found[("beta", name)]
+                row.delta = [Estimate(gap(mine[i], theirs[i]), *deltas[i]) for i in range(ranks)]
+                row.beta = [Estimate(distortion(mine[i], theirs[i]), *betas[i]) for i in range(ranks)]
+            rows.append(row)
+        out.append((int(starts[w]), rows))
+    return out
+
+
+Bounds = dict[tuple[str, str], list[tuple[float, float]]]
+
+
+def _bounds_by_window(
+    boot: dict[str, np.ndarray], present: np.ndarray, names: list[str], baseline: str, level: float
+) -> list[Bounds]:
+    """``_bootstrap_bounds`` of every window, from one call per group of (window, position)
+    columns: the percentiles are taken column by column, so setting windows side by side
+    changes no interval. The columns whose replicates hold a NaN go in a group of their
+    own, since a NaN anywhere makes ``_bootstrap_bounds`` take the NaN-aware percentiles
+    (the same numbers, column by column, far slower) for the whole call; arms absent from
+    a window hold finite placeholders there."""
+    replicates, n_windows, ranks = next(iter(boot.values())).shape
+    flat = {name: reps.reshape(replicates, n_windows * ranks) for name, reps in boot.items()}
+    nan = np.zeros(n_windows * ranks, dtype=bool)
+    for a, name in enumerate(names):
+        nan |= np.repeat(present[:, a], ranks) & np.isnan(flat[name]).any(axis=0)
+    if baseline in flat:  # a distortion is NaN where the baseline's replicate CTR is not > 0
+        with np.errstate(invalid="ignore"):
+            nan |= np.repeat(present[:, names.index(baseline)], ranks) & ~(flat[baseline] > 0).all(axis=0)
+    out: list[Bounds] = [{} for _ in range(n_windows)]
+    groups = [np.flatnonzero(~nan), np.flatnonzero(nan)]
+    for group in (g[i : i + CHUNK_COLUMNS] for g in groups for i in range(0, g.size, CHUNK_COLUMNS)):
+        windows, positions = np.divmod(group, ranks)
+        found = _bootstrap_bounds({name: reps[:, group] for name, reps in flat.items()}, baseline, level)
+        for key, pairs in found.items():
+            for w, i, pair in zip(windows.tolist(), positions.tolist(), pairs, strict=True):
+                out[w].setdefault(key, [(np.nan, np.nan)] * ranks)
+                out[w][key][i] = pair
+    return out
+
+
+async def _timeline_from_slices(
+    store: Store, query: ReportQuery, window_s: int, seed: int = 0, baseline: str = "control"
+) -> list[tuple[int, list[ArmRow]]]:
+    """One Figure-3 table (c_1..c_10) per window from the per-(window, install, arm) rows of
+    the 10-second slices, on the columnar path: any window, seed, burn-in and subset."""
+    table = await store.query_arrow(query.windows_keys_sql(window_s, seed))
+    if not table.num_rows:
+        return []
+    rows = arrays_from_arrow(table, MAX_RANKS)
+    starts = table.column("window_start").to_numpy()
+    everyone = np.unique(rows.keys)  # the weights of every install, once for all windows
+    all_weights = weights_for_keys(everyone, REPLICATES, seed).astype(np.float64)
+
+    def weight_of(installs: np.ndarray) -> np.ndarray:
+        return all_weights[np.searchsorted(everyone, installs)]
+
+    firsts = np.flatnonzero(np.r_[True, starts[1:] != starts[:-1]])  # rows come ordered by window
+    bounds = [*firsts.tolist(), len(starts)]
+    out = []
+    for lo, hi in pairwise(bounds):
+        part = PerInstallArrays(
+            rows.keys[lo:hi], rows.arm_codes[lo:hi], rows.arm_names, rows.units[lo:hi], rows.clicks[lo:hi]
+        )
+        table_w = figure3_arrays(part, MAX_RANKS, REPLICATES, seed, baseline=baseline, weight_of=weight_of)
+        out.append((int(starts[lo]), table_w))
+    return out

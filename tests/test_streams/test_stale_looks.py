@@ -1,0 +1,27 @@
+"""Which stored decision-line looks a worker's recompute makes stale."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from analytics.reports.decisions import DAY_S, GRACE_S
+from streams.processors.arrangement_rollup import stale_looks
+
+
+def at(text: str) -> int:
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp())
+
+
+def test_only_slices_of_days_whose_look_may_be_stored_make_looks_stale() -> None:
+    now = at("2026-10-03 01:30:00")  # 2 Oct ended 1.5 h ago: its look may be stored (grace 1 h)
+    assert GRACE_S == 3600 and DAY_S == 86400
+    slices = [
+        ("e", "google", at("2026-10-03 01:29:50")),  # today: never stored
+        ("e", "google", at("2026-10-02 23:59:50")),  # late in a stored day
+        ("e", "google", at("2026-10-02 10:00:00")),
+        ("e", "bing", at("2026-10-01 12:00:00")),
+        ("f", "google", at("2026-10-03 00:00:00")),
+    ]
+    assert stale_looks(slices, now) == {("e", "google"): date(2026, 10, 2), ("e", "bing"): date(2026, 10, 1)}
+    # half an hour after midnight, yesterday's look is not stored yet
+    assert stale_looks(slices[:2], at("2026-10-03 00:30:00")) == {}
