@@ -406,7 +406,7 @@ async def run_experiment_report(
         store.query(query.drops_sql(), read_only=True),
     )
 
-    weight_of: dict[int, float] | None = None
+    weight_of: KeyedWeights | None = None
     reweighting = None
     if targets:
         weight_of, reweighting = await install_weights(store, query.experiment_id, seed, targets)
@@ -428,7 +428,7 @@ async def run_experiment_report(
             return []
         if weighted and weight_of is not None:
             arrays = replace(
-                arrays, weights=np.fromiter((weight_of.get(k, 1.0) for k in arrays.keys.tolist()), float)
+                arrays, weights=weight_of.lookup(arrays.keys)
             )
         return figure3_arrays(
             arrays, ranks, seed=seed, baseline=baseline, intervals=intervals, weight_of=weights
@@ -470,9 +470,30 @@ def profiles_sql(experiment_id: str, seed: int) -> str:
     )
 
 
+@dataclass(frozen=True)
+class KeyedWeights:
+    """Install weights by install key, looked up for many rows at once (absent keys: 1)."""
+
+    keys: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def of(cls, keys: Any, weights: np.ndarray) -> KeyedWeights:
+        """From parallel lists; a key given twice keeps its last weight (as a dict would)."""
+        k = np.asarray(keys, dtype=np.uint64)
+        last = k.size - 1 - np.unique(k[::-1], return_index=True)[1]  # sorted by key
+        return cls(k[last], np.asarray(weights, dtype=float)[last])
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        at = np.minimum(np.searchsorted(self.keys, keys), max(self.keys.size - 1, 0))
+        if not self.keys.size:
+            return np.ones(len(keys))
+        return np.where(self.keys[at] == keys, self.weights[at], 1.0)
+
+
 async def install_weights(
     store: Store, experiment_id: str, seed: int, targets: Targets
-) -> tuple[dict[int, float], dict[str, Any]]:
+) -> tuple[KeyedWeights, dict[str, Any]]:
     """Raked weights by install key (installs without answers: 1) and what the raking did."""
     profiles = (await store.query_arrow(profiles_sql(experiment_id, seed))).to_pydict()
     keys = profiles.get("install_key", [])
@@ -487,7 +508,7 @@ async def install_weights(
         "max_weight": round(float(weights.max()), 3) if len(weights) else None,
         "without_answers": "weight 1: an install without a profile or an answer stands for itself",
     }
-    return dict(zip(keys, weights.tolist(), strict=True)), summary
+    return KeyedWeights.of(keys, weights), summary
 
 
 def report_json(report: ExperimentReport) -> dict[str, Any]:

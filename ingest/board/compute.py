@@ -34,10 +34,13 @@ from core.lifetime import exit_with_parent
 from core.settings import Settings
 from core.store import Store, StoreError, open_store
 from ingest.board import panels, queries
+from ingest.board.results import Results, data_version
 from schemas.experiments import ExperimentConfig
 
 log = logging.getLogger(__name__)
 
+RESULTS = Results()
+"""Reports of the compute process, kept while their study's data stands (``results``)."""
 SEED = 0
 """The bootstrap seed of ``auditstream report experiment`` (its default), so the numbers agree."""
 
@@ -98,9 +101,14 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         unit_mode=str(config["unit_mode"] or "click") if config else "click",
     )
     statements = queries.experiment_sql(query)
+    targets = TARGETS["board"]
     try:
-        report = await run_experiment_report(
-            store, query, ranks, SEED, "control", intervals, TARGETS["board"]
+        report = await RESULTS.get(
+            ("experiment", query, ranks, intervals, repr(targets)),
+            lambda: data_version(
+                store, experiment_id, engine, targets is not None, intervals == "sequential"
+            ),
+            lambda: run_experiment_report(store, query, ranks, SEED, "control", intervals, targets),
         )
     except StoreError as exc:
         raise PanelFailed(str(exc)[:500]) from None
@@ -166,13 +174,26 @@ async def _report(store: Store, panel: Panel) -> dict[str, Any]:
         parse_moment(p["until"]) if p["until"] else None,
         p["unit_mode"],
     )
+    intervals = p.get("intervals", "bootstrap")
     try:
         targets = targets_from_rows([dict(t) for t in p["targets"]]) if p.get("targets") else None
-        report = await run_experiment_report(
-            store, query, p["ranks"], p["seed"], p["baseline"], p.get("intervals", "bootstrap"), targets
+        return await RESULTS.get(
+            ("report", repr(panel.params)),
+            lambda: data_version(
+                store, query.experiment_id, query.engine, bool(targets), intervals == "sequential"
+            ),
+            lambda: _report_json(store, query, p, intervals, targets),
         )
     except StoreError as exc:
         raise PanelFailed(str(exc)[:500]) from None
+
+
+async def _report_json(
+    store: Store, query: ReportQuery, p: dict[str, Any], intervals: str, targets: Targets | None
+) -> dict[str, Any]:
+    report = await run_experiment_report(
+        store, query, p["ranks"], p["seed"], p["baseline"], intervals, targets
+    )
     return report_json(report)
 
 
@@ -191,7 +212,11 @@ async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:
     )
     window_s = parse_window(p["window"])
     try:
-        windows = await run_timeline(store, query, window_s, p["seed"], p["baseline"])
+        windows = await RESULTS.get(
+            ("timeline", repr(panel.params)),
+            lambda: data_version(store, query.experiment_id, query.engine, False, False),
+            lambda: run_timeline(store, query, window_s, p["seed"], p["baseline"]),
+        )
     except StoreError as exc:
         raise PanelFailed(str(exc)[:500]) from None
     return {

@@ -1,0 +1,92 @@
+"""Computed reports kept while the study's data has not changed.
+
+A finished study, or one between batches, gives the same report every time it is asked
+for; the board refreshes its panels every few seconds and analysts run the same report
+again. Each result is kept under its parameters and the study's *data version*: the
+newest recompute stamp of the study's per-subset rows, the table every write to the
+arrangement tables ends with (the worker and an import recompute slices, hours,
+installs, then subsets; rows are only ever added, each stamped with its recompute time,
+so background merges change the count but not the newest stamp), plus the questionnaire
+answers when a report is reweighted and the last complete day when it dates the
+decision line. The version is read before and
+after the computation and the result kept only if it did not move, so a result that saw
+half of a recompute is never kept under a version that outlives it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from analytics.reports.decisions import DAY_S, GRACE_S
+from core.store import Store
+from schemas.sql import quote
+
+KEPT = 64
+"""Results kept (least recently used go first); a report of 100k installs is ~100 kB."""
+
+
+def _install_version_sql(experiment_id: str, engine: str) -> str:
+    return (
+        "SELECT toString(max(computed_at)) FROM agg_arrangement_install_subset "
+        f"WHERE experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
+    )
+
+
+def _profiles_version_sql(experiment_id: str) -> str:
+    return (
+        "SELECT count(), toString(max(received_at)) FROM raw_install_profiles "
+        f"WHERE experiment_id = {quote(experiment_id)}"
+    )
+
+
+async def data_version(
+    store: Store, experiment_id: str, engine: str, profiles: bool, dated: bool, now: float | None = None
+) -> tuple[Any, ...]:
+    """What a report of this study depends on, cheaply (one pass over the recompute stamps
+    of the study's per-subset rows: grows with installs, not events; questionnaire answers
+    by count and newest arrival, since an import may add answers received long ago)."""
+    version: list[Any] = [
+        tuple((await store.query(_install_version_sql(experiment_id, engine), read_only=True)).rows[0])
+    ]
+    if profiles:
+        version.append(
+            tuple((await store.query(_profiles_version_sql(experiment_id), read_only=True)).rows[0])
+        )
+    if dated:  # the decision line's stored looks run through the last complete day
+        moment = (time.time() if now is None else now) - GRACE_S
+        version.append(datetime.fromtimestamp(moment - moment % DAY_S, UTC).date().isoformat())
+    return tuple(version)
+
+
+class Results:
+    """Reports by (parameters, data version)."""
+
+    def __init__(self, kept: int = KEPT) -> None:
+        self.kept = kept
+        self._items: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.hits = self.misses = 0
+
+    async def get(
+        self,
+        key: tuple[Any, ...],
+        version: Callable[[], Awaitable[tuple[Any, ...]]],
+        compute: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        before = await version()
+        name = (key, before)
+        if name in self._items:
+            self._items.move_to_end(name)
+            self.hits += 1
+            return self._items[name]
+        self.misses += 1
+        value = await compute()
+        if await version() != before:  # data moved while computing: answer, but do not keep
+            return value
+        self._items[name] = value
+        while len(self._items) > self.kept:
+            self._items.popitem(last=False)
+        return value
