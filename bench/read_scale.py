@@ -261,7 +261,13 @@ def main() -> None:
         "--keep",
         type=Path,
         help="run the service on this directory and keep it: sizes already imported there are "
-        "not imported again (their reads are timed after a fresh start, so cold is colder)",
+        "neither imported nor read again (the study is larger now); see --reads-only",
+    )
+    parser.add_argument(
+        "--reads-only",
+        action="store_true",
+        help="with --keep: import nothing, time the reads of the study as it is there (labelled "
+        "with the last of --sizes) after a fresh start",
     )
     parser.add_argument(
         "--events-dir",
@@ -285,8 +291,12 @@ def main() -> None:
     latency: dict[str, Any] = {}
     try:
         have = 0
-        for size in sizes:
-            seed = len(results) + 1
+        if args.reads_only:
+            if args.keep is None:
+                parser.error("--reads-only needs --keep")
+            sizes, have = [], sizes[-1]
+            results.append({"events": have, "reads": asyncio.run(read_side(url))})
+        for seed, size in enumerate(sizes, start=1):
             name = f"events-{size - have}-{args.installs}-{args.days}-{seed}.jsonl"
             path = (args.events_dir or tmp) / name
             if not path.exists():
@@ -298,6 +308,8 @@ def main() -> None:
             if str(size) in imported:
                 rate = imported[str(size)]
                 print(f"{size:,} events imported in an earlier run", file=sys.stderr)
+                have = size
+                continue  # its reads were timed then (the study is larger now)
             else:
                 print(f"importing to {size:,} events ...", file=sys.stderr)
                 seconds, _ = run_import(url, path)
@@ -318,7 +330,7 @@ def main() -> None:
                     "reads": {} if args.import_only else asyncio.run(read_side(url)),
                 }
             )
-        if not args.import_only:
+        if not args.import_only and not args.reads_only:
             print("ingest latency without and with a board open ...", file=sys.stderr)
             latency = {
                 "without_board": asyncio.run(ingest_latency(url, 30, board=False)),
