@@ -100,6 +100,13 @@ class Settings(BaseSettings):
         description="At most one recompute of the per-install statistics per interval (seconds); "
         "batches stored meanwhile share it and are acknowledged after it.",
     )
+    hourly_interval_s: float = Field(
+        5.0,
+        ge=0,
+        description="At most one recompute of the per-hour bootstrap replicate sums (report "
+        "timeline) per interval (seconds); each recomputes its hours whole, so it runs less often "
+        "than the per-install statistics. Batches are acknowledged after both.",
+    )
     worker_metrics_port: int = Field(
         0, ge=0, le=65535, description="Serve worker Prometheus metrics here (0 = off)."
     )

@@ -76,8 +76,10 @@ def _family_agent(
     return consume
 
 
-MAX_UNSETTLED = 16
-"""Stored batches that may wait for their deferred statistics before the writer pauses."""
+MAX_UNSETTLED = 64
+"""Stored batches that may wait for their deferred statistics before the writer pauses (the
+per-hour replicate sums settle every ``hourly_interval_s``, 5 s by default: at 4 batches a
+second that is 20 waiting)."""
 
 
 async def _write_batches(
@@ -179,7 +181,9 @@ def create_app(settings: Settings, store: Store, metrics: WorkerMetrics | None =
     )
     alerts = AlertService(store, publish_alert, settings.alert_webhook_url, metrics)
     srm = SrmCheck(store, alerts)
-    rollup = ArrangementRollup(store, settings.rollup_interval_s, MAX_BACKOFF_S, srm.due, metrics)
+    rollup = ArrangementRollup(
+        store, settings.rollup_interval_s, MAX_BACKOFF_S, srm.due, metrics, settings.hourly_interval_s
+    )
     processors = for_families(
         store,
         alerts,

@@ -427,9 +427,7 @@ async def run_experiment_report(
         if arrays is None:
             return []
         if weighted and weight_of is not None:
-            arrays = replace(
-                arrays, weights=weight_of.lookup(arrays.keys)
-            )
+            arrays = replace(arrays, weights=weight_of.lookup(arrays.keys))
         return figure3_arrays(
             arrays, ranks, seed=seed, baseline=baseline, intervals=intervals, weight_of=weights
         )

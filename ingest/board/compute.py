@@ -214,7 +214,7 @@ async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:
     try:
         windows = await RESULTS.get(
             ("timeline", repr(panel.params)),
-            lambda: data_version(store, query.experiment_id, query.engine, False, False),
+            lambda: data_version(store, query.experiment_id, query.engine, False, False, hours=True),
             lambda: run_timeline(store, query, window_s, p["seed"], p["baseline"]),
         )
     except StoreError as exc:

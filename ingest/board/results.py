@@ -7,8 +7,9 @@ newest recompute stamp of the study's per-subset rows, the table every write to 
 arrangement tables ends with (the worker and an import recompute slices, hours,
 installs, then subsets; rows are only ever added, each stamped with its recompute time,
 so background merges change the count but not the newest stamp), plus the questionnaire
-answers when a report is reweighted and the last complete day when it dates the
-decision line. The version is read before and
+answers when a report is reweighted, the per-hour replicate sums' newest stamp for a
+timeline (the worker settles them on their own, every few seconds) and the last complete
+day when it dates the decision line. The version is read before and
 after the computation and the result kept only if it did not move, so a result that saw
 half of a recompute is never kept under a version that outlives it.
 """
@@ -43,8 +44,21 @@ def _profiles_version_sql(experiment_id: str) -> str:
     )
 
 
+def _hours_version_sql(experiment_id: str, engine: str) -> str:
+    return (
+        "SELECT toString(max(computed_at)) FROM agg_arrangement_replicates_1h "
+        f"WHERE experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
+    )
+
+
 async def data_version(
-    store: Store, experiment_id: str, engine: str, profiles: bool, dated: bool, now: float | None = None
+    store: Store,
+    experiment_id: str,
+    engine: str,
+    profiles: bool,
+    dated: bool,
+    now: float | None = None,
+    hours: bool = False,
 ) -> tuple[Any, ...]:
     """What a report of this study depends on, cheaply (one pass over the recompute stamps
     of the study's per-subset rows: grows with installs, not events; questionnaire answers
@@ -52,6 +66,10 @@ async def data_version(
     version: list[Any] = [
         tuple((await store.query(_install_version_sql(experiment_id, engine), read_only=True)).rows[0])
     ]
+    if hours:  # the timeline's per-hour replicate sums settle on their own, less often
+        version.append(
+            tuple((await store.query(_hours_version_sql(experiment_id, engine), read_only=True)).rows[0])
+        )
     if profiles:
         version.append(
             tuple((await store.query(_profiles_version_sql(experiment_id), read_only=True)).rows[0])

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
@@ -40,40 +40,25 @@ class _Pending:
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
 
-class ArrangementRollup:
-    """Coalesces the recomputes of ``agg_arrangement_10s``, then of the touched hours' replicate
-    sums in ``agg_arrangement_replicates_1h`` (each hour whole), then of the touched
-    installs' study-wide rows in ``agg_arrangement_install``.
-
-    ``mark`` returns a future that completes when the marked keys are recomputed.
-    ``on_done`` gets the experiments of each completed recompute (the SRM check then
-    reads statistics that include them).
-    """
+class _Coalescer:
+    """One recompute loop: keys marked while a recompute runs (and during ``interval_s``
+    after it) share the next one, and each mark's future completes once a recompute that
+    covers it has stored its rows."""
 
     def __init__(
-        self,
-        store: Store,
-        interval_s: float = 1.0,
-        max_backoff_s: float = 10.0,
-        on_done: Callable[[set[str]], None] | None = None,
-        metrics: WorkerMetrics | None = None,
+        self, name: str, interval_s: float, recompute: Callable[[_Pending], Awaitable[None]]
     ) -> None:
-        self.metrics = metrics or WorkerMetrics.create()
-        self.store = store
-        self.interval_s = interval_s
-        self.max_backoff_s = max_backoff_s
-        self.on_done = on_done
+        self.name, self.interval_s, self.recompute = name, interval_s, recompute
         self._pending = _Pending()
         self._running = _Pending()  # the keys of the recompute under way
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def mark(self, slices: Iterable[SliceKey], installs: Iterable[InstallKey] = ()) -> asyncio.Future[None]:
-        """Queue keys for the next recompute; the future completes once they are stored."""
+    def mark(self, slices: Iterable[SliceKey], installs: Iterable[InstallKey]) -> asyncio.Future[None]:
         if self._task is None or self._task.done():
             if self._task is not None and not self._task.cancelled():
                 self._task.result()  # re-raise what stopped the loop
-            self._task = asyncio.create_task(self._run(), name="arrangement-rollup")
+            self._task = asyncio.create_task(self._run(), name=self.name)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.slices.update(slices)
         self._pending.installs.update(installs)
@@ -82,7 +67,6 @@ class ArrangementRollup:
         return future
 
     async def close(self) -> None:
-        """Stop recomputing; batches still waiting stay unacknowledged and are replayed."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -100,20 +84,73 @@ class ArrangementRollup:
             if not due.waiters:
                 continue
             started = time.monotonic()
-            await self._recompute_until_stored(due)
+            await self.recompute(due)
             for future in due.waiters:
                 if not future.done():
                     future.set_result(None)
-            if self.on_done is not None:
-                self.on_done({k[0] for k in due.slices})
             # at most one recompute per interval: batches stored meanwhile share the next one
             await asyncio.sleep(max(0.0, self.interval_s - (time.monotonic() - started)))
 
-    async def _recompute_until_stored(self, due: _Pending) -> None:
+
+class ArrangementRollup:
+    """Coalesces the recomputes of ``agg_arrangement_10s`` and, after them, of the touched
+    installs' study-wide rows in ``agg_arrangement_install`` (every ``interval_s``), and
+    beside them the touched hours' replicate sums in ``agg_arrangement_replicates_1h``
+    (every ``hourly_interval_s``: each is an hour recomputed whole, from its raw rows,
+    so it is done less often than the per-install rows the board and reports read).
+
+    ``mark`` returns a future that completes when the marked keys are recomputed in both.
+    ``on_done`` gets the experiments of each completed per-install recompute (the SRM check
+    then reads statistics that include them).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        interval_s: float = 1.0,
+        max_backoff_s: float = 10.0,
+        on_done: Callable[[set[str]], None] | None = None,
+        metrics: WorkerMetrics | None = None,
+        hourly_interval_s: float = 5.0,
+    ) -> None:
+        self.metrics = metrics or WorkerMetrics.create()
+        self.store = store
+        self.interval_s = interval_s
+        self.max_backoff_s = max_backoff_s
+        self.on_done = on_done
+        self._installs = _Coalescer("arrangement-rollup", interval_s, self._recompute_installs)
+        self._hours = _Coalescer("arrangement-hours", hourly_interval_s, self._recompute_hours)
+
+    def mark(self, slices: Iterable[SliceKey], installs: Iterable[InstallKey] = ()) -> asyncio.Future[None]:
+        """Queue keys for the next recomputes; the future completes once they are stored."""
+        slices = set(slices)
+        both = (self._installs.mark(slices, installs), self._hours.mark(slices, ()))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def settle(_: object) -> None:
+            if done.done() or not all(f.done() for f in both):
+                return
+            failed = next((f for f in both if f.cancelled() or f.exception() is not None), None)
+            if failed is None:
+                done.set_result(None)
+            elif failed.cancelled():
+                done.cancel()
+            else:
+                done.set_exception(failed.exception())  # type: ignore[arg-type]
+
+        for f in both:
+            f.add_done_callback(settle)
+        return done
+
+    async def close(self) -> None:
+        """Stop recomputing; batches still waiting stay unacknowledged and are replayed."""
+        await self._installs.close()
+        await self._hours.close()
+
+    async def _recompute_installs(self, due: _Pending) -> None:
         async def once() -> None:
             started = time.perf_counter()
             await self.store.execute(arrangement_stats.slices_sql(due.slices))
-            await arrangement_hourly.recompute_hours(self.store, arrangement_hourly.hours_of(due.slices))
             await forget_old_looks(self.store, due.slices)
             for chunk in _chunks(sorted(due.installs), INSTALL_CHUNK):
                 await self.store.execute(arrangement_stats.installs_sql(chunk))
@@ -124,6 +161,19 @@ class ArrangementRollup:
         await until_done(
             once,
             what="recomputing per-install statistics",
+            count=lambda kind: self.metrics.rollup_errors.labels(kind).inc(),
+            max_backoff_s=self.max_backoff_s,
+        )
+        if self.on_done is not None:
+            self.on_done({k[0] for k in due.slices})
+
+    async def _recompute_hours(self, due: _Pending) -> None:
+        async def once() -> None:
+            await arrangement_hourly.recompute_hours(self.store, arrangement_hourly.hours_of(due.slices))
+
+        await until_done(
+            once,
+            what="recomputing per-hour replicate sums",
             count=lambda kind: self.metrics.rollup_errors.labels(kind).inc(),
             max_backoff_s=self.max_backoff_s,
         )
