@@ -37,3 +37,12 @@ def test_keyed_weights_look_up_like_a_dict_with_default_one() -> None:
     asked = np.array([3, 4, 5, 9, 10, 0], dtype=np.uint64)
     assert table.lookup(asked).tolist() == [as_dict.get(int(k), 1.0) for k in asked]
     assert KeyedWeights.of([], np.zeros(0)).lookup(asked).tolist() == [1.0] * 6
+
+
+def test_integer_thresholds_decide_as_the_uniforms_do_at_every_boundary() -> None:
+    from analytics.stats.bootstrap import POISSON1_CDF, THRESHOLDS
+
+    for cdf, threshold in zip(POISSON1_CDF, THRESHOLDS.tolist(), strict=True):
+        xs = np.arange(threshold - 5000, threshold + 5000, 3, dtype=np.uint64)
+        uniforms = xs.astype(np.float64) * 2.0**-64
+        assert np.array_equal(uniforms >= cdf, xs >= np.uint64(threshold))
