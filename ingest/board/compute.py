@@ -297,6 +297,11 @@ def use_targets(settings: Settings) -> None:
         log.error("targets file %s not used: %s", settings.targets_file, exc)
 
 
+def ready() -> bool:
+    """Nothing: submitted once so that the compute process starts (``child_init``) early."""
+    return True
+
+
 def in_child(panel: Panel) -> dict[str, Any]:
     """One panel, computed in the compute process."""
     loop: asyncio.AbstractEventLoop = _CHILD["loop"]

@@ -173,6 +173,10 @@ def _refresher(settings: Settings, store: Store, in_process: bool) -> tuple[Comp
         initargs=(compute.store_settings(settings),),
     )
 
+    # Started now rather than at the first panel: the child's imports and store take a second
+    # or two that the first board or report request would otherwise wait for.
+    pool.submit(compute.ready)
+
     async def in_child(panel: Panel) -> Any:
         return await asyncio.get_running_loop().run_in_executor(pool, compute.in_child, panel)
 
