@@ -338,7 +338,7 @@ def main() -> None:
                     "reads": {} if args.import_only else asyncio.run(read_side(url)),
                 }
             )
-        if not args.import_only and not args.reads_only:
+        if not args.import_only:
             print("ingest latency without and with a board open ...", file=sys.stderr)
             latency = {
                 "without_board": asyncio.run(ingest_latency(url, 30, board=False)),
