@@ -303,6 +303,8 @@ def main() -> None:
             if args.keep is None:
                 parser.error("--reads-only needs --keep")
             sizes, have = [], sizes[-1]
+            if not (tmp / "profiles.jsonl").exists():  # a study kept from before the questionnaire
+                run_import(url, write_profiles(tmp / "profiles.jsonl", args.installs))
             results.append({"events": have, "reads": asyncio.run(read_side(url))})
         for seed, size in enumerate(sizes, start=1):
             name = f"events-{size - have}-{args.installs}-{args.days}-{seed}.jsonl"
