@@ -196,7 +196,10 @@ async def decision_days(
             await store_looks(store, query, selection, looks, complete)
             through = complete
     if through is None or through < last:  # days not stored: today, or a selection never stored
-        if totals is not None and query.until is None and totals.keys.size:
+        # Only today (and, in the hour after midnight, yesterday, stored once its grace is over)
+        # lies after the stored looks: the look of now is the caller's own totals.
+        recent = first == last or (through is not None and through >= last - timedelta(days=2))
+        if totals is not None and query.until is None and totals.keys.size and recent:
             looks += current_looks(totals, _start(last), baseline)
         else:
             fresh = await compute_looks(store, query, seed, baseline)

@@ -117,3 +117,13 @@ def test_complete_days_are_looked_at_once_and_equal_a_recount(service: Service, 
         if r["arm"]:
             assert (r["delta_low"], r["delta_high"]) == pytest.approx(bounds[(r["day"], r["arm"])], rel=1e-9)
     assert report_json(service, EXP, "--ranks", "3", "--intervals", "sequential")["decisions"] == want
+
+    # A quintile's bounds move with new data: its looks are evaluated over every day, never stored.
+    quintile = report_json(
+        service, EXP, "--ranks", "3", "--intervals", "sequential", "--subset", "n_candidates_q3"
+    )
+    assert set(quintile["decisions"]) == set(want)
+    stored_selections = service.sql(
+        f"SELECT DISTINCT selection FROM agg_arrangement_looks WHERE experiment_id = '{EXP}'"
+    )
+    assert stored_selections and all("n_candidates" not in r["selection"] for r in stored_selections)
