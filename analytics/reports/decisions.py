@@ -85,9 +85,9 @@ async def data_days(store: Store, query: ReportQuery) -> tuple[date, date] | Non
         f"WHERE experiment_id = {quote(query.experiment_id)} AND engine = {quote(query.engine)}",
         read_only=True,
     )
-    first, last, n = result.rows[0]
-    if not int(n):
+    if not result.rows or not int(result.rows[0][2]):
         return None
+    first, last, _ = result.rows[0]
     lo, hi = _day(int(first)), _day(int(last))
     if query.since is not None:
         lo = max(lo, query.since if not isinstance(query.since, datetime) else query.since.date())

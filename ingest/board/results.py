@@ -63,17 +63,16 @@ async def data_version(
     """What a report of this study depends on, cheaply (one pass over the recompute stamps
     of the study's per-subset rows: grows with installs, not events; questionnaire answers
     by count and newest arrival, since an import may add answers received long ago)."""
-    version: list[Any] = [
-        tuple((await store.query(_install_version_sql(experiment_id, engine), read_only=True)).rows[0])
-    ]
+
+    async def one(sql: str) -> tuple[Any, ...]:
+        rows = (await store.query(sql, read_only=True)).rows
+        return tuple(rows[0]) if rows else ()
+
+    version: list[Any] = [await one(_install_version_sql(experiment_id, engine))]
     if hours:  # the timeline's per-hour replicate sums settle on their own, less often
-        version.append(
-            tuple((await store.query(_hours_version_sql(experiment_id, engine), read_only=True)).rows[0])
-        )
+        version.append(await one(_hours_version_sql(experiment_id, engine)))
     if profiles:
-        version.append(
-            tuple((await store.query(_profiles_version_sql(experiment_id), read_only=True)).rows[0])
-        )
+        version.append(await one(_profiles_version_sql(experiment_id)))
     if dated:  # the decision line's stored looks run through the last complete day
         moment = (time.time() if now is None else now) - GRACE_S
         version.append(datetime.fromtimestamp(moment - moment % DAY_S, UTC).date().isoformat())
