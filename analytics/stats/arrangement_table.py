@@ -132,9 +132,11 @@ def figure3_arrays(
     installs, at = sorted_unique(rows.keys)
     n, n_arms, width = installs.size, len(rows.arm_names), ranks + 1
     cell = at * n_arms + rows.arm_codes
-    values = np.column_stack([rows.units, rows.clicks[:, :ranks]])
-    sums = np.zeros((n * n_arms, width))
-    np.add.at(sums, cell, values)  # rows of one (install, arm) add up
+    sums = np.empty((n * n_arms, width))
+    # rows of one (install, arm) add up; a bincount per column, in row order as np.add.at
+    # would add them (counts: exact in float64), at a tenth of its cost
+    for j, column in enumerate([rows.units, *(rows.clicks[:, i] for i in range(ranks))]):
+        sums[:, j] = np.bincount(cell, weights=column, minlength=n * n_arms)
     per_install: np.ndarray = sums.reshape(n, n_arms * width)  # arm-major: units, c_1..c_k
     raw_units = per_install[:, ::width].copy()
     if rows.weights is not None:
@@ -142,7 +144,9 @@ def figure3_arrays(
         install_weight[at] = rows.weights
         per_install = per_install * install_weight[:, None]
     totals = per_install.sum(axis=0).reshape(n_arms, width)
-    index = {rows.arm_names[a]: int(a) for a in np.unique(rows.arm_codes)}
+    index = {
+        rows.arm_names[a]: a for a in np.flatnonzero(np.bincount(rows.arm_codes, minlength=n_arms)).tolist()
+    }
     arms = sorted(index, key=lambda name: (name != baseline, name))
     point = {a: _ratio(totals[index[a], 1:], np.full(ranks, totals[index[a], 0])) for a in arms}
     if intervals not in INTERVALS:
@@ -281,7 +285,9 @@ def sequential_looks(
     cell = at * n_arms + rows.arm_codes
     values = np.column_stack([rows.units, rows.clicks[:, :ranks]])
     cumulative = np.zeros((installs.size * n_arms, width))
-    index = {rows.arm_names[a]: int(a) for a in np.unique(rows.arm_codes)}
+    index = {
+        rows.arm_names[a]: a for a in np.flatnonzero(np.bincount(rows.arm_codes, minlength=n_arms)).tolist()
+    }
     out: list[Look] = []
     if baseline not in index:
         return out

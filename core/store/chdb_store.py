@@ -93,8 +93,12 @@ class ChdbStore(Store):
     async def query_arrow(self, sql: str) -> Any:
         import pyarrow.ipc
 
-        raw = await self._read(sql, None, "ArrowStream")
-        return pyarrow.ipc.open_stream(raw).read_all()
+        return pyarrow.ipc.open_stream(await self.query_arrow_stream(sql)).read_all()
+
+    async def query_arrow_stream(self, sql: str) -> bytes:
+        """``query_arrow``'s result as chDB wrote it (an Arrow IPC stream): what the store
+        server passes on as it is, with no table built and written again in between."""
+        return await self._read(sql, None, "ArrowStream")
 
     async def _read(self, sql: str, limits: QueryLimits | None, fmt: str) -> bytes:
         """Run a read-only statement on a free read lane; killed in chDB if the caller goes away."""

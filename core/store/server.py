@@ -19,6 +19,7 @@ import orjson
 from aiohttp import web
 
 from core.store.base import QueryLimits, Store, StoreError
+from core.store.chdb_store import ChdbStore
 from core.store.http_store import TOKEN_HEADER
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,11 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
         """A read-only query as an Arrow IPC stream (the columnar path, see Store.query_arrow)."""
         import pyarrow as pa
 
-        table = await request.app[STORE].query_arrow(await request.text())
+        store = request.app[STORE]
+        if isinstance(store, ChdbStore):  # chDB's own stream, passed on unopened
+            body = await store.query_arrow_stream(await request.text())
+            return web.Response(body=body, content_type="application/vnd.apache.arrow.stream")
+        table = await store.query_arrow(await request.text())
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)

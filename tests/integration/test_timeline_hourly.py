@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import subprocess
 import sys
 from datetime import UTC, date, datetime, timedelta
@@ -21,12 +20,12 @@ from typer.testing import CliRunner
 
 from analytics.reports.experiment import ReportQuery
 from analytics.reports.timeline import _timeline_from_slices, reads_hourly, run_timeline
-from analytics.stats.arrangement_table import ArmRow
 from auditstream.cli import app
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from core.store.base import QueryLimits, QueryResult, Store
 from tests.helpers import Service, http, post_study
 from tests.integration.test_end_to_end import assert_hourly_replicates_exact
+from tests.test_streams.test_arrangement_hourly import exact
 
 pytestmark = pytest.mark.integration
 
@@ -108,24 +107,6 @@ class AnalystSqlStore(Store):
                 values = [[int(x) for x in v.split(",")] if v else [] for v in values]
             columns[name] = pa.array(values, _arrow_type(kind))
         return pa.table(columns)
-
-
-def exact(windows: list[tuple[int, list[ArmRow]]]) -> list[Any]:
-    def value(x: float) -> float | str:
-        return "nan" if math.isnan(x) else x
-
-    return [
-        (
-            start,
-            r.arm,
-            r.units,
-            r.installs,
-            [(value(e.value), value(e.ci_low), value(e.ci_high)) for e in (*r.ctr, *r.delta, *r.beta)],
-            len(r.delta),
-        )
-        for start, table in windows
-        for r in table
-    ]
 
 
 def both_paths(svc: Service, query: ReportQuery, baseline: str = "control") -> tuple[list[Any], list[Any]]:

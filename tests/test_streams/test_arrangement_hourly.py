@@ -170,15 +170,19 @@ def test_hours_and_chunks() -> None:
     assert len(chunks) == 3
 
 
-def hourly_table(sums: HourlySums, arm_names: list[str], burn_in: int, unit: str) -> pa.Table:
+def hourly_table(
+    sums: HourlySums, arm_names: list[str], burn_in: int, unit: str, summed: bool = False
+) -> pa.Table:
     """What ``hourly_sql`` returns for these groups: the identified rows with age >= burn-in,
-    summed per (hour, arm), as ClickHouse types them."""
-    out: dict[tuple[int, str], dict[str, Any]] = {}
-    for g in range(len(sums)):
+    one per (hour, arm, age) in no particular order, as ClickHouse types them; ``summed``:
+    one row per (hour, arm) instead."""
+    out: dict[tuple[int, ...], dict[str, Any]] = {}
+    for g in np.random.default_rng(1).permutation(len(sums)):
         if sums.identified[g] != 1 or sums.ages[g] < burn_in:
             continue
+        age = () if summed else (int(sums.ages[g]),)
         e = out.setdefault(
-            (int(sums.hours[g]), arm_names[int(sums.arm_codes[g])]),
+            (int(sums.hours[g]), arm_names[int(sums.arm_codes[g])], *age),
             {
                 "n": 0,
                 "c": np.zeros(RANKS, np.uint64),
@@ -192,7 +196,7 @@ def hourly_table(sums: HourlySums, arm_names: list[str], burn_in: int, unit: str
         e["i"] += int(getattr(sums, f"installs_{unit}")[g])
         e["ru"] += getattr(sums, f"rep_{unit}")[g]
         e["rc"] += sums.rep_clicks[g]
-    keys = sorted(out)
+    keys = list(out)
     return pa.table(
         {
             "window_start": pa.array([k[0] for k in keys], pa.uint32()),
@@ -262,12 +266,14 @@ def exact(windows: list[tuple[int, list[ArmRow]]]) -> list[Any]:
         (7, 300, 2, "units", "no-such-arm"),
     ],
 )
+@pytest.mark.parametrize("summed", [False, True], ids=["per-age rows", "per-arm rows"])
 def test_hourly_timeline_equals_figure3_window_by_window(
-    seed: int, installs: int, burn_in: int, unit: str, baseline: str
+    seed: int, installs: int, burn_in: int, unit: str, baseline: str, summed: bool
 ) -> None:
     rows, _ = simulated_rows(seed, installs=installs, hours=8, rows=installs * 12)
     names = list(ARMS)
-    fast = timeline_from_hourly(hourly_table(sums_of(rows), names, burn_in, unit), baseline)
+    table = hourly_table(sums_of(rows), names, burn_in, unit, summed)
+    fast = timeline_from_hourly(table, baseline)
     assert fast and exact(fast) == exact(per_window_figure3(rows, names, burn_in, unit, baseline))
 
 
@@ -309,4 +315,4 @@ def test_hourly_sql_reads_whole_hours_of_the_kept_rows() -> None:
     assert "identified = 1 AND install_age_days >= 4" in sql
     assert "hour_start >= toDateTime('2026-11-01 00:00:00', 'UTC')" in sql
     assert "hour_start < toDateTime('2026-11-04 00:00:00', 'UTC')" in sql  # until: its whole day
-    assert "sum(installs_impressions)" in sql and "sumForEach(rep_impressions)" in sql
+    assert "installs_impressions AS n_installs" in sql and "rep_impressions AS rep_n_units" in sql
