@@ -110,7 +110,8 @@ def hourly_sql(query: ReportQuery) -> str:
         f"toFloat64({unit}) AS n_units, clicks AS n_clicks, "
         f"installs_{unit} AS n_installs, rep_{unit} AS rep_n_units, "
         "rep_clicks AS rep_n_clicks "
-        f"FROM {HOURLY_TABLE} FINAL WHERE {' AND '.join(parts)}"
+        f"FROM {HOURLY_TABLE} FINAL WHERE {' AND '.join(parts)} "
+        "ORDER BY window_start, arm"  # the rows of one (hour, arm) side by side
     )
 
 
@@ -128,14 +129,17 @@ def _lists(table: Any, name: str, width: int) -> np.ndarray:
 
 
 def _sum_rows(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
-    """Rows of ``values`` summed by ``group`` (0..n-1, every group present), in row order."""
-    if n == group.size:  # one row per group already
-        out = np.empty_like(values)
-        out[group] = values
-        return out
-    order = np.argsort(group, kind="stable")
-    firsts = np.flatnonzero(np.r_[True, np.diff(group[order]) != 0])
-    return np.add.reduceat(values[order], firsts, axis=0)
+    """Rows of ``values`` summed by ``group`` (0..n-1, every group present), in row order.
+    The statement orders its rows by window and arm, so a group's rows come side by side
+    and are summed where they lie (gathering 2,000-wide rows into group order cost more
+    than the sums)."""
+    runs = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    if runs.size != n:  # a group in more than one run: gather it first
+        order = np.argsort(group, kind="stable")
+        return np.add.reduceat(values[order], np.flatnonzero(np.r_[True, np.diff(group[order]) != 0]), axis=0)
+    out = np.empty((n, *values.shape[1:]), dtype=values.dtype)
+    out[group[runs]] = values if runs.size == group.size else np.add.reduceat(values, runs, axis=0)
+    return out
 
 
 def timeline_from_hourly(

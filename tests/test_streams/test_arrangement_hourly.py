@@ -171,11 +171,12 @@ def test_hours_and_chunks() -> None:
 
 
 def hourly_table(
-    sums: HourlySums, arm_names: list[str], burn_in: int, unit: str, summed: bool = False
+    sums: HourlySums, arm_names: list[str], burn_in: int, unit: str, shape: str = "ordered"
 ) -> pa.Table:
     """What ``hourly_sql`` returns for these groups: the identified rows with age >= burn-in,
-    one per (hour, arm, age) in no particular order, as ClickHouse types them; ``summed``:
-    one row per (hour, arm) instead."""
+    one per (hour, arm, age) ordered by hour and arm, as ClickHouse types them; ``shape``
+    "shuffled": the same rows in no order; "summed": one row per (hour, arm)."""
+    summed = shape == "summed"
     out: dict[tuple[int, ...], dict[str, Any]] = {}
     for g in np.random.default_rng(1).permutation(len(sums)):
         if sums.identified[g] != 1 or sums.ages[g] < burn_in:
@@ -196,7 +197,7 @@ def hourly_table(
         e["i"] += int(getattr(sums, f"installs_{unit}")[g])
         e["ru"] += getattr(sums, f"rep_{unit}")[g]
         e["rc"] += sums.rep_clicks[g]
-    keys = list(out)
+    keys = list(out) if shape == "shuffled" else sorted(out, key=lambda k: (k[0], k[1]))
     return pa.table(
         {
             "window_start": pa.array([k[0] for k in keys], pa.uint32()),
@@ -266,13 +267,13 @@ def exact(windows: list[tuple[int, list[ArmRow]]]) -> list[Any]:
         (7, 300, 2, "units", "no-such-arm"),
     ],
 )
-@pytest.mark.parametrize("summed", [False, True], ids=["per-age rows", "per-arm rows"])
+@pytest.mark.parametrize("shape", ["ordered", "shuffled", "summed"])
 def test_hourly_timeline_equals_figure3_window_by_window(
-    seed: int, installs: int, burn_in: int, unit: str, baseline: str, summed: bool
+    seed: int, installs: int, burn_in: int, unit: str, baseline: str, shape: str
 ) -> None:
     rows, _ = simulated_rows(seed, installs=installs, hours=8, rows=installs * 12)
     names = list(ARMS)
-    table = hourly_table(sums_of(rows), names, burn_in, unit, summed)
+    table = hourly_table(sums_of(rows), names, burn_in, unit, shape)
     fast = timeline_from_hourly(table, baseline)
     assert fast and exact(fast) == exact(per_window_figure3(rows, names, burn_in, unit, baseline))
 
