@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from analytics.stats.arrangement_table import (
     PerInstallArrays,
     figure3,
     figure3_arrays,
+    json_number,
 )
 from analytics.stats.bootstrap import install_key_sql, replicate_weights
 from analytics.stats.reweight import DIMENSIONS, Targets, effective_sample_size, rake
@@ -259,16 +261,23 @@ def table_from_rows(
     return figure3(counts, ranks=ranks, seed=seed, baseline=baseline)
 
 
+@cache
+def _record_keys(name: str, i: int) -> tuple[str, str, str]:
+    return f"{name}_c{i}", f"{name}_c{i}_ci_low", f"{name}_c{i}_ci_high"
+
+
 def flatten(table: list[ArmRow]) -> list[dict[str, Any]]:
-    """One flat record per arm, for JSON and CSV output."""
+    """One flat record per arm, for JSON and CSV output (the keys and values of
+    ``Estimate.to_json``, written straight in: a 720-window timeline has 400k of them)."""
     out = []
     for row in table:
         record: dict[str, Any] = {"arm": row.arm, "units": row.units, "installs": row.installs}
         for name, estimates in (("ctr", row.ctr), ("delta", row.delta), ("beta", row.beta)):
             for i, e in enumerate(estimates, start=1):
-                for part, value in e.to_json().items():
-                    key = f"{name}_c{i}" if part == "value" else f"{name}_c{i}_{part}"
-                    record[key] = value
+                value, low, high = _record_keys(name, i)
+                record[value] = json_number(e.value)
+                record[low] = json_number(e.ci_low)
+                record[high] = json_number(e.ci_high)
         out.append(record)
     return out
 

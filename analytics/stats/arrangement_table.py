@@ -38,10 +38,16 @@ class Estimate:
     ci_high: float
 
     def to_json(self) -> dict[str, float | None]:
-        def clean(x: float) -> float | None:
-            return None if math.isnan(x) else round(x, 6)
+        return {
+            "value": json_number(self.value),
+            "ci_low": json_number(self.ci_low),
+            "ci_high": json_number(self.ci_high),
+        }
 
-        return {"value": clean(self.value), "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high)}
+
+def json_number(x: float) -> float | None:
+    """An estimate's number as reports write it: None for NaN, else rounded to 6 places."""
+    return None if math.isnan(x) else round(x, 6)
 
 
 @dataclass
