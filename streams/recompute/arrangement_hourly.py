@@ -112,12 +112,7 @@ def hourly_sums(rows: InstallHourRows, installs: np.ndarray, weights: np.ndarray
     who = np.searchsorted(installs, rows.keys)
     if rows.keys.size and not np.array_equal(installs[np.minimum(who, installs.size - 1)], rows.keys):
         raise ValueError("every row's install needs its weights")
-    reps = np.zeros((n, replicates, values.shape[1]))
-    order = np.argsort(at, kind="stable")
-    bounds = np.r_[0, np.flatnonzero(np.diff(at[order])) + 1, at.size] if n else np.zeros(1, np.int64)
-    for g, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)):
-        members = order[lo:hi]
-        reps[g] = weights[who[members]].T.astype(np.float64) @ values[members]  # [replicate, column]
+    reps = _replicate_sums(values, at, n, who, weights)
     if reps.size and reps.max() > UINT32_MAX:
         raise ValueError("a replicate sum of one hour does not fit UInt32")
 
@@ -135,6 +130,25 @@ def hourly_sums(rows: InstallHourRows, installs: np.ndarray, weights: np.ndarray
         rep_impressions=reps[:, :, 1].astype(np.uint32),
         rep_clicks=reps[:, :, 2:].transpose(0, 2, 1).reshape(n, ranks * replicates).astype(np.uint32),
     )
+
+
+def _replicate_sums(
+    values: np.ndarray, group: np.ndarray, n: int, who: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
+    """[group, replicate, column]: sum over the rows i of each group of
+    weights[who[i], r] * values[i, column], as one sparse product: per column, a matrix
+    [group, install] of the rows' values (mostly zero: a row's clicks are on one position)
+    times the weights [install, replicate]. Integers throughout, so exact in float64
+    whatever the order of the sums (a loop over groups cost 5x more at 1M events)."""
+    from scipy import sparse
+
+    columns = values.shape[1]
+    rows, column = np.nonzero(values)
+    product = sparse.csr_matrix(
+        (values[rows, column], (column * n + group[rows], who[rows])),
+        shape=(columns * n, weights.shape[0]),
+    ) @ weights.astype(np.float64)  # [column x group, replicate]; duplicate entries are summed
+    return np.asarray(product).reshape(columns, n, weights.shape[1]).transpose(1, 2, 0)
 
 
 def _oldest_counts(rows: InstallHourRows, counts: np.ndarray, at: np.ndarray, n: int) -> np.ndarray:
