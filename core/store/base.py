@@ -82,8 +82,11 @@ class Store(abc.ABC):
     """Async access to ClickHouse. Blocking engines run in a thread."""
 
     @abc.abstractmethod
-    async def execute(self, sql: str) -> None:
-        """Run a statement that returns nothing (DDL, INSERT ... SELECT)."""
+    async def execute(self, sql: str, *, background: bool = False) -> None:
+        """Run a statement that returns nothing (DDL, INSERT ... SELECT). ``background``: a
+        recompute that may run beside the worker's per-batch writes (the roll-ups), on a
+        connection of its own where the backend keeps lanes, so a batch's raw rows and
+        minute aggregate never wait behind it."""
 
     @abc.abstractmethod
     async def query(
@@ -93,8 +96,9 @@ class Store(abc.ABC):
         apart from the worker's writes where the backend can; ``limits`` bound an analyst's."""
 
     @abc.abstractmethod
-    async def insert_json_rows(self, table: str, lines: bytes) -> None:
-        """Insert newline-separated JSON objects, columns matched by name."""
+    async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
+        """Insert newline-separated JSON objects, columns matched by name (``background``:
+        as for ``execute``)."""
 
     async def query_arrow(self, sql: str) -> Any:
         """A read-only query's result as a ``pyarrow.Table``: the columnar path for results of
@@ -128,7 +132,7 @@ class NoStore(Store):
     def __init__(self, reason: str) -> None:
         self.reason = reason
 
-    async def execute(self, sql: str) -> None:
+    async def execute(self, sql: str, *, background: bool = False) -> None:
         raise StoreUnavailable(self.reason)
 
     async def query(
@@ -136,7 +140,7 @@ class NoStore(Store):
     ) -> QueryResult:
         raise StoreUnavailable(self.reason)
 
-    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+    async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         raise StoreUnavailable(self.reason)
 
 

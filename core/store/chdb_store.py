@@ -2,7 +2,9 @@
 
 Within the owner, separate chDB connections to the same directory run at the same
 time, so the store keeps lanes: one connection for the worker's writes (and its own
-reads), a bounded pool for read-only queries (the board, analysts' SQL), and one for
+reads), one for its background recomputes (the roll-ups of per-install and per-hour
+statistics, which read installs' whole histories and would otherwise hold up the next
+batch), a bounded pool for read-only queries (the board, analysts' SQL), and one for
 control (cancelling). A heavy analyst query then slows other reads at most; it never
 holds up the pipeline. A read that is cancelled (its HTTP request ended) is killed in
 chDB too, rather than left running on.
@@ -59,26 +61,27 @@ class _Lane:
 
 
 class ChdbStore(Store):
-    """Owns a chDB data directory: a write lane, ``read_lanes`` read lanes and a control lane."""
+    """Owns a chDB data directory: a write lane, a background write lane (the worker's
+    roll-ups, ``Store.execute``), ``read_lanes`` read lanes and a control lane."""
 
     def __init__(self, path: Path, read_lanes: int = 2) -> None:
         import chdb  # heavy import, only where chDB is used
 
         path.mkdir(parents=True, exist_ok=True)
         try:
-            connections = [chdb.connect(str(path)) for _ in range(read_lanes + 2)]
+            connections = [chdb.connect(str(path)) for _ in range(read_lanes + 3)]
         except Exception as exc:
             raise StoreError(f"cannot open chDB at {path}: {exc}") from exc
         self.path = path
-        self._write, self._control, *readers = (_Lane(c) for c in connections)
+        self._write, self._background, self._control, *readers = (_Lane(c) for c in connections)
         self._idle: asyncio.Queue[_Lane] = asyncio.Queue()
         for lane in readers:
             self._idle.put_nowait(lane)
         self._lanes = len(readers)
         self._waiting = 0
 
-    async def execute(self, sql: str) -> None:
-        await self._write(sql)
+    async def execute(self, sql: str, *, background: bool = False) -> None:
+        await (self._background if background else self._write)(sql)
 
     async def query(
         self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
@@ -145,14 +148,14 @@ class ChdbStore(Store):
             "saturated": busy == self._lanes and self._waiting > 0,
         }
 
-    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+    async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         if not lines:
             return
         sql = f"INSERT INTO {table} SETTINGS {INSERT_SETTINGS} FORMAT JSONEachRow\n"
-        await self._write(sql + lines.decode())
+        await (self._background if background else self._write)(sql + lines.decode())
 
     async def close(self) -> None:
-        lanes = [self._write, self._control]
+        lanes = [self._write, self._background, self._control]
         while not self._idle.empty():
             lanes.append(self._idle.get_nowait())
         for lane in lanes:

@@ -12,6 +12,11 @@ from core.store.base import QueryLimits, QueryResult, Store, StoreError, StoreUn
 TOKEN_HEADER = "X-Auditstream-Store-Token"
 
 
+BACKGROUND = {"lane": "background"}
+"""The query parameter of a background statement (``Store.execute``): the store server runs
+it on its own lane."""
+
+
 class HttpStore(Store):
     """Client of the store process; every other embedded process talks to chDB this way."""
 
@@ -42,8 +47,8 @@ class HttpStore(Store):
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
 
-    async def execute(self, sql: str) -> None:
-        await self._post("/execute", sql.encode())
+    async def execute(self, sql: str, *, background: bool = False) -> None:
+        await self._post("/execute", sql.encode(), BACKGROUND if background else None)
 
     async def query(
         self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
@@ -59,9 +64,9 @@ class HttpStore(Store):
 
         return pyarrow.ipc.open_stream(await self._post("/query_arrow", sql.encode())).read_all()
 
-    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+    async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         if lines:
-            await self._post("/insert", lines, {"table": table})
+            await self._post("/insert", lines, {"table": table, **(BACKGROUND if background else {})})
 
     async def status(self) -> dict[str, Any]:
         try:

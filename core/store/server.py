@@ -50,7 +50,8 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
         return web.json_response({"ok": await request.app[STORE].ping()})
 
     async def execute(request: web.Request) -> web.Response:
-        await request.app[STORE].execute(await request.text())
+        background = request.query.get("lane") == "background"
+        await request.app[STORE].execute(await request.text(), background=background)
         return web.json_response({"ok": True})
 
     async def query(request: web.Request) -> web.Response:
@@ -85,7 +86,8 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
         table = request.query.get("table", "")
         if not _TABLE.match(table):
             return _error(400, "bad table name")
-        await request.app[STORE].insert_json_rows(table, await request.read())
+        background = request.query.get("lane") == "background"
+        await request.app[STORE].insert_json_rows(table, await request.read(), background=background)
         return web.json_response({"ok": True})
 
     app.router.add_get("/healthz", healthz)

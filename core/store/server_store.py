@@ -57,7 +57,7 @@ class ServerStore(Store):
             except (errors.NetworkError, errors.SocketTimeoutError, OSError, EOFError) as exc:
                 raise StoreUnavailable(str(exc)) from exc
 
-    async def execute(self, sql: str) -> None:
+    async def execute(self, sql: str, *, background: bool = False) -> None:
         await self._run(sql)
 
     async def query(
@@ -83,7 +83,7 @@ class ServerStore(Store):
             )
         return self._structures[table]
 
-    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+    async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         if not lines:
             return
         structure = await self._structure(table)

@@ -150,11 +150,13 @@ class ArrangementRollup:
     async def _recompute_installs(self, due: _Pending) -> None:
         async def once() -> None:
             started = time.perf_counter()
-            await self.store.execute(arrangement_stats.slices_sql(due.slices))
+            # on the store's background lane: the next batches' raw rows and minute
+            # aggregate do not wait behind a recompute of installs' whole histories
+            await self.store.execute(arrangement_stats.slices_sql(due.slices), background=True)
             await forget_old_looks(self.store, due.slices)
             for chunk in _chunks(sorted(due.installs), INSTALL_CHUNK):
-                await self.store.execute(arrangement_stats.installs_sql(chunk))
-                await self.store.execute(arrangement_stats.subsets_sql(chunk))
+                await self.store.execute(arrangement_stats.installs_sql(chunk), background=True)
+                await self.store.execute(arrangement_stats.subsets_sql(chunk), background=True)
             self.metrics.rollup_seconds.observe(time.perf_counter() - started)
             self.metrics.rollup_batches.observe(len(due.waiters))
 

@@ -256,12 +256,12 @@ def _chunks(keys: list[HourKey]) -> list[list[HourKey]]:
 async def _recompute(store: Store, lo: int, hi: int, raw_where: str, stored_where: str) -> None:
     """Recompute the hours in [lo, hi) that the conditions select, whole: the rows found, and
     a tombstone for each stored row not found any more."""
-    stamp = (await store.query("SELECT toString(now64(6, 'UTC'))")).rows[0][0]
+    stamp = (await store.query("SELECT toString(now64(6, 'UTC'))", read_only=True)).rows[0][0]
     found = await store.query_arrow(install_hours_sql(raw_where, lo, hi))
     stored = await store.query_arrow(stored_keys_sql(stored_where, lo, hi))
     lines = await asyncio.to_thread(_rows_to_store, found, stored, stamp)
     if lines:
-        await store.insert_json_rows(HOURLY_TABLE, lines)
+        await store.insert_json_rows(HOURLY_TABLE, lines, background=True)  # beside the batches
 
 
 def _rows_to_store(found: Any, stored: Any, stamp: str) -> bytes:

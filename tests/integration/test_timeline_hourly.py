@@ -77,10 +77,10 @@ class AnalystSqlStore(Store):
     def __init__(self, svc: Service) -> None:
         self.svc = svc
 
-    async def execute(self, sql: str) -> None:
+    async def execute(self, sql: str, *, background: bool = False) -> None:
         raise NotImplementedError("read-only")
 
-    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+    async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         raise NotImplementedError("read-only")
 
     async def query(

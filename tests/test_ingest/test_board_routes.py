@@ -22,7 +22,7 @@ class RecordingStore(Store):
     def __init__(self) -> None:
         self.queries: list[tuple[str, bool]] = []
 
-    async def execute(self, sql: str) -> None:
+    async def execute(self, sql: str, *, background: bool = False) -> None:
         raise AssertionError("the board never writes")
 
     async def query(
@@ -31,7 +31,7 @@ class RecordingStore(Store):
         self.queries.append((sql, read_only))
         return QueryResult()
 
-    async def insert_json_rows(self, table: str, lines: bytes) -> None:
+    async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         raise AssertionError("the board never writes")
 
 

@@ -1,0 +1,37 @@
+"""The worker's roll-ups run on the store's background lane: a recompute holding it never
+holds up the next batch's writes, and the reverse (core/store/chdb_store.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from aiohttp.test_utils import TestServer
+
+from core.store.chdb_store import ChdbStore
+from core.store.http_store import HttpStore
+from core.store.server import create_store_app
+
+
+async def test_background_statements_pass_a_held_write_lane_in_chdb_and_over_http(tmp_path: Path) -> None:
+    store = ChdbStore(tmp_path / "ch", read_lanes=1)
+    server = TestServer(create_store_app(store, token="t"))
+    await server.start_server()
+    remote = HttpStore(str(server.make_url("")).rstrip("/"), token="t")
+    try:
+        await store.execute("CREATE TABLE t (x UInt8) ENGINE = MergeTree ORDER BY x")
+        async with store._write.lock:  # a batch's statement holds the write lane
+            for client in (store, remote):
+                await asyncio.wait_for(client.execute("INSERT INTO t VALUES (1)", background=True), 60)
+                await asyncio.wait_for(client.insert_json_rows("t", b'{"x": 2}', background=True), 60)
+            waiting = asyncio.ensure_future(remote.execute("INSERT INTO t VALUES (4)"))
+            await asyncio.sleep(0.2)  # the batch path itself still queues behind the holder
+            assert not waiting.done()
+        async with store._background.lock:  # and a roll-up holding its lane lets batches pass
+            await asyncio.wait_for(waiting, 60)
+            await asyncio.wait_for(remote.insert_json_rows("t", b'{"x": 8}'), 60)
+        assert (await store.query("SELECT sum(x), count() FROM t")).rows == [[1 + 2 + 1 + 2 + 4 + 8, 6]]
+    finally:
+        await remote.close()
+        await server.close()
+        await store.close()
