@@ -25,7 +25,9 @@ async def test_background_statements_pass_a_held_write_lane_in_chdb_and_over_htt
                 await asyncio.wait_for(client.execute("INSERT INTO t VALUES (1)", background=True), 60)
                 await asyncio.wait_for(client.insert_json_rows("t", b'{"x": 2}', background=True), 60)
             waiting = asyncio.ensure_future(remote.execute("INSERT INTO t VALUES (4)"))
-            await asyncio.sleep(0.2)  # the batch path itself still queues behind the holder
+            async with asyncio.timeout(60):  # the batch path itself queues behind the holder
+                while not store._write.lock._waiters:
+                    await asyncio.sleep(0.01)
             assert not waiting.done()
         async with store._background.lock:  # and a roll-up holding its lane lets batches pass
             await asyncio.wait_for(waiting, 60)
