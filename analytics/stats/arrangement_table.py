@@ -121,6 +121,12 @@ INTERVALS = ("bootstrap", "sequential")
 the anytime-valid confidence sequence (valid at every look, ``analytics/stats/sequential``)."""
 
 
+def _arms_present(rows: PerInstallArrays) -> dict[str, int]:
+    """The arms that have rows, by name, with their code."""
+    present = np.flatnonzero(np.bincount(rows.arm_codes, minlength=len(rows.arm_names)))
+    return {rows.arm_names[a]: a for a in present.tolist()}
+
+
 def figure3_arrays(
     rows: PerInstallArrays,
     ranks: int = 6,
@@ -150,9 +156,7 @@ def figure3_arrays(
         install_weight[at] = rows.weights
         per_install = per_install * install_weight[:, None]
     totals = per_install.sum(axis=0).reshape(n_arms, width)
-    index = {
-        rows.arm_names[a]: a for a in np.flatnonzero(np.bincount(rows.arm_codes, minlength=n_arms)).tolist()
-    }
+    index = _arms_present(rows)
     arms = sorted(index, key=lambda name: (name != baseline, name))
     point = {a: _ratio(totals[index[a], 1:], np.full(ranks, totals[index[a], 0])) for a in arms}
     if intervals not in INTERVALS:
@@ -291,9 +295,7 @@ def sequential_looks(
     cell = at * n_arms + rows.arm_codes
     values = np.column_stack([rows.units, rows.clicks[:, :ranks]])
     cumulative = np.zeros((installs.size * n_arms, width))
-    index = {
-        rows.arm_names[a]: a for a in np.flatnonzero(np.bincount(rows.arm_codes, minlength=n_arms)).tolist()
-    }
+    index = _arms_present(rows)
     out: list[Look] = []
     if baseline not in index:
         return out

@@ -19,7 +19,6 @@ import orjson
 from aiohttp import web
 
 from core.store.base import QueryLimits, Store, StoreError
-from core.store.chdb_store import ChdbStore
 from core.store.http_store import TOKEN_HEADER
 
 log = logging.getLogger(__name__)
@@ -65,19 +64,8 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
 
     async def query_arrow(request: web.Request) -> web.Response:
         """A read-only query as an Arrow IPC stream (the columnar path, see Store.query_arrow)."""
-        import pyarrow as pa
-
-        store = request.app[STORE]
-        if isinstance(store, ChdbStore):  # chDB's own stream, passed on unopened
-            body = await store.query_arrow_stream(await request.text())
-            return web.Response(body=body, content_type="application/vnd.apache.arrow.stream")
-        table = await store.query_arrow(await request.text())
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
-        return web.Response(
-            body=sink.getvalue().to_pybytes(), content_type="application/vnd.apache.arrow.stream"
-        )
+        body = await request.app[STORE].query_arrow_stream(await request.text())
+        return web.Response(body=body, content_type="application/vnd.apache.arrow.stream")
 
     async def status(request: web.Request) -> web.Response:
         return web.json_response(await request.app[STORE].status())
