@@ -212,8 +212,10 @@ def post_study(svc: Service, config: Any, total: int, batch: int = 200) -> None:
     assert stats.accepted == total
     # The study-wide rows are recomputed after the slices, so wait for both: a report read
     # between the two would see the slices complete and the study-wide rows not yet.
-    # The per-subset rows (what reports read) come right after the study-wide ones.
-    for table in ("arrangement_install_day", "arrangement_install", "arrangement_install_subset"):
+    # The per-subset rows (what reports read) come right after the study-wide ones; the
+    # per-hour replicate sums (the 1-hour timeline) on a loop of their own, every 5 s.
+    tables = ("arrangement_install_day", "arrangement_install", "arrangement_install_subset")
+    for table in (*tables, "arrangement_replicates_1h"):
         only_all = " AND subset = 'all'" if table == "arrangement_install_subset" else ""
         wait_for(
             lambda table=table, only_all=only_all: (
