@@ -46,3 +46,45 @@ def test_integer_thresholds_decide_as_the_uniforms_do_at_every_boundary() -> Non
         xs = np.arange(threshold - 5000, threshold + 5000, 3, dtype=np.uint64)
         uniforms = xs.astype(np.float64) * 2.0**-64
         assert np.array_equal(uniforms >= cdf, xs >= np.uint64(threshold))
+
+
+def test_report_arrays_of_split_shuffled_rows_give_the_grouped_rows_tables() -> None:
+    """The study-wide statement reads rows as stored (an install and arm may span rows, in
+    any order); the tables equal those of one summed row per install and arm, sorted."""
+    import pyarrow as pa
+
+    from analytics.reports.experiment import report_arrays
+    from analytics.stats.arrangement_table import figure3_arrays
+
+    rng = np.random.default_rng(3)
+    keys = np.unique(rng.integers(0, 2**64 - 1, 60, dtype=np.uint64))
+    arms = ["control", "swap_1_2", "swap_2_3"]
+    grouped = [(k, a, rng.poisson(20, 11)) for k in keys.tolist() for a in arms if rng.random() < 0.8]
+
+    def table(rows: list) -> pa.Table:
+        return pa.table(
+            {
+                "install_key": pa.array([k for k, _, _ in rows], pa.uint64()),
+                "arm": [a for _, a, _ in rows],
+                "n_clicks": pa.array([v[:10].tolist() for _, _, v in rows], pa.list_(pa.uint64())),
+                "n_units": [float(v[:10].sum() + v[10]) for _, _, v in rows],
+                **{f"e{i}": [float(v[i - 2]) for _, _, v in rows] for i in range(2, 6)},
+            }
+        )
+
+    split = []  # each grouped row as two rows whose counts add up to it
+    for k, a, v in grouped:
+        part = rng.binomial(v, 0.5)
+        split += [(k, a, part), (k, a, v - part)]
+    order = rng.permutation(len(split))
+    shuffled = [split[i] for i in order]
+    want = report_arrays(table(grouped), 6, elements=True)
+    got = report_arrays(table(shuffled), 6, elements=True)
+    assert got[0].keys.size == 2 * want[0].keys.size and bool(np.all(np.diff(got[0].keys.astype(float)) >= 0))
+    for mine, theirs, ranks in ((got[0], want[0], 6), (got[1], want[1], 5)):
+        assert mine is not None and theirs is not None
+        a, b = figure3_arrays(mine, ranks, 50, seed=1), figure3_arrays(theirs, ranks, 50, seed=1)
+        assert [(r.arm, r.units, r.installs) for r in a] == [(r.arm, r.units, r.installs) for r in b]
+        assert [[e.to_json() for e in r.ctr + r.delta + r.beta] for r in a] == [
+            [e.to_json() for e in r.ctr + r.delta + r.beta] for r in b
+        ]
