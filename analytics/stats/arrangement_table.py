@@ -242,25 +242,48 @@ def _sequential_bounds(
     per_install: np.ndarray, index: dict[str, int], width: int, baseline: str, alpha: float
 ) -> Bounds:
     """Confidence sequences from each install's influence on the ratios (every install of
-    the selection counts, with zeros for arms it did not see)."""
-    ratio, influence = {}, {}
+    the selection counts, with zeros for arms it did not see).
+
+    The influences are linear in an install's counts: the influence of install j on
+    R = sum X / sum U is (X_j - R U_j) / mean(U), and a gap's and a distortion's are
+    combinations of two arms' (``sequential.gap_influence``). So each is a row of
+    coefficients over the columns, and its sd comes from the columns' Gram matrix
+    (``sequential.influence_sd``): at 100k installs 0.05 s instead of 1.2 s for the
+    [install, statistic] matrices, with the same numbers to ~1e-12 (tested against them)."""
+    n, sums, gram = sequential.column_moments(per_install)
+    columns, ranks = per_install.shape[1], width - 1
+    ratio, coef = {}, {}
     for a, k in index.items():
-        units, clicks = per_install[:, k * width], per_install[:, k * width + 1 : (k + 1) * width]
-        ratio[a], influence[a] = sequential.ratio_influence(clicks, units)
+        units, clicks = k * width, np.arange(k * width + 1, (k + 1) * width)
+        total = sums[units]
+        coef[a] = np.zeros((ranks, columns))
+        if total <= 0:  # no units: NaN, as ratio_influence gives
+            ratio[a] = np.full(ranks, np.nan)
+            coef[a][:] = np.nan
+            continue
+        ratio[a] = sums[clicks] / total
+        mean_units = total / n
+        coef[a][np.arange(ranks), clicks] = 1 / mean_units
+        coef[a][:, units] = -ratio[a] / mean_units
+    factor = sequential.half_width_factor(n, alpha)
     out: Bounds = {}
 
-    def pairs(low: np.ndarray, high: np.ndarray) -> list[tuple[float, float]]:
+    def pairs(estimate: np.ndarray, rows: np.ndarray) -> list[tuple[float, float]]:
+        half = sequential.influence_sd(rows, n, sums, gram) * factor
+        with np.errstate(invalid="ignore"):  # NaN or infinite estimates give NaN bounds
+            low, high = estimate - half, estimate + half
         return [(float(lo), float(hi)) for lo, hi in zip(low, high, strict=True)]
 
     for a in index:
-        out[("ctr", a)] = pairs(*sequential.interval(ratio[a], influence[a], alpha))
+        out[("ctr", a)] = pairs(ratio[a], coef[a])
         if a == baseline or baseline not in index:
             continue
-        delta, infl_delta, beta, infl_beta = sequential.gap_influence(
-            ratio[a], influence[a], ratio[baseline], influence[baseline]
-        )
-        out[("delta", a)] = pairs(*sequential.interval(delta, infl_delta, alpha))
-        out[("beta", a)] = pairs(*sequential.interval(beta, infl_beta, alpha))
+        base, mine = ratio[baseline], ratio[a]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            beta = -(mine - base) / base
+            beta_coef = -(coef[a] / base[:, None] - (mine / base**2)[:, None] * coef[baseline])
+        out[("delta", a)] = pairs(mine - base, coef[a] - coef[baseline])
+        out[("beta", a)] = pairs(beta, beta_coef)
     return out
 
 

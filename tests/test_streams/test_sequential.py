@@ -97,3 +97,38 @@ def test_decision_day_is_the_first_cumulative_look_that_excludes_zero_in_any_row
     shuffled = rng.permutation(n)
     again = PerInstallArrays(install[shuffled], arm[shuffled], rows.arm_names, rows.units, clicks[shuffled])
     assert sequential_decisions(again, day[shuffled], 1, "control") == found
+
+
+def test_moment_bounds_equal_the_explicit_influences() -> None:
+    """``_sequential_bounds`` takes each sd from the columns' Gram matrix; the explicit
+    per-install influences (``ratio_influence``, ``gap_influence``, ``interval``) give the
+    same intervals, including arms without units, identical installs and two installs."""
+    from analytics.stats.arrangement_table import _sequential_bounds
+
+    rng = np.random.default_rng(5)
+    for n, arms in ((2, 2), (3, 3), (60, 3), (5000, 4)):
+        units = rng.poisson(3, (n, arms)) * (rng.random((n, arms)) < 0.7)
+        clicks = np.stack([rng.binomial(units, p) for p in (0.4, 0.1, 0.001)], axis=2)
+        if n == 60:
+            units[:, 2], clicks[:, 2] = 0, 0  # an arm nobody saw
+        if n == 3:
+            units[:], clicks[:] = 2, 1  # every install on the same ratio: zero spread
+        per = np.concatenate([np.column_stack([units[:, a], clicks[:, a]]) for a in range(arms)], axis=1)
+        index = {("control" if a == 0 else f"arm{a}"): a for a in range(arms)}
+        got = _sequential_bounds(per.astype(float), index, 4, "control", 0.05)
+        want = {}
+        ratio = {
+            a: sequential.ratio_influence(clicks[:, k].astype(float), units[:, k].astype(float))
+            for a, k in index.items()
+        }
+        for a in index:
+            want[("ctr", a)] = sequential.interval(*ratio[a])
+            if a != "control":
+                delta, infl_delta, beta, infl_beta = sequential.gap_influence(*ratio[a], *ratio["control"])
+                want[("delta", a)] = sequential.interval(delta, infl_delta)
+                want[("beta", a)] = sequential.interval(beta, infl_beta)
+        assert set(got) == set(want)
+        for key, (low, high) in want.items():
+            mine = np.array(got[key])
+            assert np.allclose(mine[:, 0], low, rtol=1e-9, atol=1e-12, equal_nan=True), (n, key)
+            assert np.allclose(mine[:, 1], high, rtol=1e-9, atol=1e-12, equal_nan=True), (n, key)
