@@ -12,6 +12,7 @@ the same helpers (``analytics.stats.arrangement_table``) on the same values.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime
 from itertools import pairwise
 from typing import Any
@@ -51,6 +52,9 @@ LEVEL = 0.95
 CHUNK_COLUMNS = 512
 """(window, position) columns per ``_bootstrap_bounds`` call: its percentiles run faster on
 a block that stays in cache than on all windows at once."""
+BOUNDS_THREADS = 2
+"""Blocks of percentiles taken at once (the machine's two cores: 0.87 -> 0.45 s for a
+30-day hourly timeline's 136,800 columns)."""
 
 
 async def run_timeline(
@@ -120,25 +124,36 @@ def _text(moment: date | datetime) -> str:
 
 
 def _lists(table: Any, name: str, width: int) -> np.ndarray:
-    """A list column of ``width`` integers per row as a float64 matrix [row, width]."""
+    """A list column of ``width`` integers per row as a matrix [row, width] of its own
+    integer type (no copy: the sums are taken in integers, then made float64)."""
     column = table.column(name).combine_chunks()
-    values = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
+    values = column.flatten().to_numpy(zero_copy_only=False)
     if values.size != table.num_rows * width:
         raise ValueError(f"{HOURLY_TABLE}: {name} does not hold {width} values per row")
     return values.reshape(table.num_rows, width)
 
 
 def _sum_rows(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
-    """Rows of ``values`` summed by ``group`` (0..n-1, every group present), in row order.
-    The statement orders its rows by window and arm, so a group's rows come side by side
-    and are summed where they lie (gathering 2,000-wide rows into group order cost more
-    than the sums)."""
-    runs = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    if runs.size != n:  # a group in more than one run: gather it first
+    """Rows of ``values`` summed by ``group`` (0..n-1, every group present), as float64
+    (integers: exact), one row per group number.
+
+    The statement orders its rows by window and arm, so a group's rows (one per age, one
+    to a few) come side by side. Each group's first row is taken, then its second where
+    it has one, and so on: a pass per row of the largest group, on 2,000-wide rows four
+    times faster than ``np.add.reduceat`` (0.55 -> 0.14 s for a 30-day hourly timeline)."""
+    order = None
+    if np.any(group[1:] < group[:-1]):  # a group in more than one run: gather it first
         order = np.argsort(group, kind="stable")
-        return np.add.reduceat(values[order], np.flatnonzero(np.r_[True, np.diff(group[order]) != 0]), axis=0)
-    out = np.empty((n, *values.shape[1:]), dtype=values.dtype)
-    out[group[runs]] = values if runs.size == group.size else np.add.reduceat(values, runs, axis=0)
+        group = group[order]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    if starts.size != n:
+        raise ValueError("every group 0..n-1 must have rows")
+    lengths = np.diff(np.r_[starts, group.size])
+    rows = starts if order is None else order[starts]
+    out = values[rows].astype(np.float64)
+    for k in range(1, int(lengths.max()) if lengths.size else 0):
+        more = np.flatnonzero(lengths > k)
+        out[more] += values[(starts[more] + k) if order is None else order[starts[more] + k]]
     return out
 
 
@@ -233,10 +248,17 @@ def _bounds_by_window(
         with np.errstate(invalid="ignore"):
             nan |= np.repeat(present[:, names.index(baseline)], ranks) & ~(flat[baseline] > 0).all(axis=0)
     out: list[Bounds] = [{} for _ in range(n_windows)]
-    groups = [np.flatnonzero(~nan), np.flatnonzero(nan)]
-    for group in (g[i : i + CHUNK_COLUMNS] for g in groups for i in range(0, g.size, CHUNK_COLUMNS)):
+    split = [np.flatnonzero(~nan), np.flatnonzero(nan)]
+    groups = [g[i : i + CHUNK_COLUMNS] for g in split for i in range(0, g.size, CHUNK_COLUMNS)]
+
+    def bounds_of(group: np.ndarray) -> Bounds:
+        return _bootstrap_bounds({name: reps[:, group] for name, reps in flat.items()}, baseline, level)
+
+    # numpy lets go of the GIL in the percentiles' partitions, so blocks run side by side
+    with ThreadPoolExecutor(max_workers=BOUNDS_THREADS) as pool:
+        every = list(pool.map(bounds_of, groups))
+    for group, found in zip(groups, every, strict=True):
         windows, positions = np.divmod(group, ranks)
-        found = _bootstrap_bounds({name: reps[:, group] for name, reps in flat.items()}, baseline, level)
         for key, pairs in found.items():
             for w, i, pair in zip(windows.tolist(), positions.tolist(), pairs, strict=True):
                 out[w].setdefault(key, [(np.nan, np.nan)] * ranks)

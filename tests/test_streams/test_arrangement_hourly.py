@@ -317,3 +317,19 @@ def test_hourly_sql_reads_whole_hours_of_the_kept_rows() -> None:
     assert "hour_start >= toDateTime('2026-11-01 00:00:00', 'UTC')" in sql
     assert "hour_start < toDateTime('2026-11-04 00:00:00', 'UTC')" in sql  # until: its whole day
     assert "installs_impressions AS n_installs" in sql and "rep_impressions AS rep_n_units" in sql
+
+
+def test_sum_rows_equals_adding_each_row_to_its_group() -> None:
+    """Rows side by side (the statement's order), in reverse and in no order."""
+    from analytics.reports.timeline import _sum_rows
+
+    rng = np.random.default_rng(11)
+    for size in (1, 7, 500):
+        group = np.sort(rng.integers(0, size, size * 3))
+        group = np.searchsorted(np.unique(group), group)  # every group 0..n-1 has rows
+        n = int(group.max()) + 1
+        values = rng.integers(0, 2**32 - 1, (group.size, 40), dtype=np.uint64).astype(np.uint32)
+        want = np.zeros((n, 40))
+        np.add.at(want, group, values.astype(np.float64))
+        for order in (np.arange(group.size), np.arange(group.size)[::-1], rng.permutation(group.size)):
+            assert np.array_equal(_sum_rows(values[order], group[order], n), want)
