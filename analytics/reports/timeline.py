@@ -13,6 +13,7 @@ the same helpers (``analytics.stats.arrangement_table``) on the same values.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import date, datetime
 from itertools import pairwise
 from typing import Any
@@ -25,16 +26,19 @@ from analytics.reports.experiment import (
     STUDY_AGE_CAP,
     UNIT_COLUMNS,
     ReportQuery,
+    _record_keys,
     arrays_from_arrow,
+    flatten,
 )
 from analytics.stats.arrangement import distortion, gap
 from analytics.stats.arrangement_table import (
     ArmRow,
     Estimate,
     PerInstallArrays,
-    _bootstrap_bounds,
     _ratio,
+    bootstrap_bound_arrays,
     figure3_arrays,
+    json_numbers,
 )
 from analytics.stats.bootstrap import weights_for_keys
 from core.store import Store
@@ -66,6 +70,19 @@ async def run_timeline(
         table = await store.query_arrow(hourly_sql(query))
         return timeline_from_hourly(table, baseline)
     return await _timeline_from_slices(store, query, window_s, seed, baseline)
+
+
+async def run_timeline_records(
+    store: Store, query: ReportQuery, window_s: int, seed: int = 0, baseline: str = "control"
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """``run_timeline`` with each table as ``flatten`` gives it (the board's and the
+    report route's document): built straight from the arrays when the per-hour replicate
+    sums answer (``records_from_hourly``)."""
+    if reads_hourly(query, window_s, seed):
+        return records_from_hourly(await store.query_arrow(hourly_sql(query)), baseline)
+    return [
+        (start, flatten(table)) for start, table in await run_timeline(store, query, window_s, seed, baseline)
+    ]
 
 
 def reads_hourly(query: ReportQuery, window_s: int, seed: int) -> bool:
@@ -157,18 +174,29 @@ def _sum_rows(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def timeline_from_hourly(
-    table: Any,
-    baseline: str = "control",
-    ranks: int = HOURLY_RANKS,
-    replicates: int = HOURLY_REPLICATES,
-    level: float = LEVEL,
-) -> list[tuple[int, list[ArmRow]]]:
-    """The rows of ``hourly_sql`` (an Arrow table) as one Figure-3 table per window, as
-    ``figure3_arrays`` computes it from per-install rows: the same ratios (``_ratio``) and
-    percentile intervals (``_bootstrap_bounds``), every window at once."""
-    if not table.num_rows:
-        return []
+BoundArrays = dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
+"""Per (statistic, arm): the lows and highs of an interval per [window, rank]."""
+
+
+@dataclass(frozen=True)
+class _Hourly:
+    """Every window's Figure 3 from the per-hour rows, as arrays: [window, arm] counts,
+    [window, arm, rank] point CTRs, and per (statistic, arm) the bounds [window, rank]."""
+
+    starts: np.ndarray
+    names: list[str]
+    present: np.ndarray
+    units: np.ndarray
+    installs: np.ndarray
+    point: np.ndarray
+    bounds: BoundArrays
+
+    def arm_order(self, baseline: str) -> list[int]:
+        """The arms as a Figure-3 table lists them: the baseline first, then by name."""
+        return sorted(range(len(self.names)), key=lambda a: (self.names[a] != baseline, self.names[a]))
+
+
+def _hourly(table: Any, baseline: str, ranks: int, replicates: int, level: float) -> _Hourly:
     import pyarrow.compute as pc
 
     arm = pc.dictionary_encode(table.column("arm")).combine_chunks()
@@ -205,40 +233,110 @@ def timeline_from_hourly(
         for a in range(n_arms)
     }
     bounds = _bounds_by_window(boot, present, names, baseline, level)
+    return _Hourly(starts, names, present, units, installs, point, bounds)
 
-    order = sorted(range(n_arms), key=lambda a: (names[a] != baseline, names[a]))
-    base = names.index(baseline) if baseline in names else None
-    points: list[list[list[float]]] = point.tolist()  # the same doubles, as Python floats
+
+def timeline_from_hourly(
+    table: Any,
+    baseline: str = "control",
+    ranks: int = HOURLY_RANKS,
+    replicates: int = HOURLY_REPLICATES,
+    level: float = LEVEL,
+) -> list[tuple[int, list[ArmRow]]]:
+    """The rows of ``hourly_sql`` (an Arrow table) as one Figure-3 table per window, as
+    ``figure3_arrays`` computes it from per-install rows: the same ratios (``_ratio``) and
+    percentile intervals (``_bootstrap_bounds``), every window at once."""
+    if not table.num_rows:
+        return []
+    h = _hourly(table, baseline, ranks, replicates, level)
+    base = h.names.index(baseline) if baseline in h.names else None
+    points: list[list[list[float]]] = h.point.tolist()  # the same doubles, as Python floats
+    found = {key: (low.tolist(), high.tolist()) for key, (low, high) in h.bounds.items()}
+
+    def estimates(key: tuple[str, str], w: int, values: list[float]) -> list[Estimate]:
+        low, high = found[key]
+        return [Estimate(values[i], low[w][i], high[w][i]) for i in range(ranks)]
+
     out = []
-    for w in range(n_windows):
-        b = base if base is not None and present[w, base] else None  # the baseline, if in this window
-        found = bounds[w]
+    for w in range(h.starts.size):
+        b = base if base is not None and h.present[w, base] else None  # the baseline, if in this window
         rows = []
-        for a in (a for a in order if present[w, a]):
-            name, mine = names[a], points[w][a]
-            row = ArmRow(name, int(units[w, a]), int(installs[w, a]))
-            row.ctr = [Estimate(mine[i], *found[("ctr", name)][i]) for i in range(ranks)]
+        for a in (a for a in h.arm_order(baseline) if h.present[w, a]):
+            name, mine = h.names[a], points[w][a]
+            row = ArmRow(name, int(h.units[w, a]), int(h.installs[w, a]))
+            row.ctr = estimates(("ctr", name), w, mine)
             if name != baseline and b is not None:
-                theirs, deltas, betas = points[w][b], found[("delta", name)], found[("beta", name)]
-                row.delta = [Estimate(gap(mine[i], theirs[i]), *deltas[i]) for i in range(ranks)]
-                row.beta = [Estimate(distortion(mine[i], theirs[i]), *betas[i]) for i in range(ranks)]
+                theirs = points[w][b]
+                row.delta = estimates(("delta", name), w, [gap(mine[i], theirs[i]) for i in range(ranks)])
+                row.beta = estimates(
+                    ("beta", name), w, [distortion(mine[i], theirs[i]) for i in range(ranks)]
+                )
             rows.append(row)
-        out.append((int(starts[w]), rows))
+        out.append((int(h.starts[w]), rows))
     return out
 
 
-Bounds = dict[tuple[str, str], list[tuple[float, float]]]
+def records_from_hourly(
+    table: Any,
+    baseline: str = "control",
+    ranks: int = HOURLY_RANKS,
+    replicates: int = HOURLY_REPLICATES,
+    level: float = LEVEL,
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """``flatten`` of every table of ``timeline_from_hourly``, built from the arrays: the
+    same records, key order included (tested), without a Python object per estimate. A
+    30-day hourly timeline holds 410k numbers; rounding them one by one took longer than
+    computing them."""
+    if not table.num_rows:
+        return []
+    h = _hourly(table, baseline, ranks, replicates, level)
+    base = h.names.index(baseline) if baseline in h.names else None
+
+    def triples(name: str, values: np.ndarray, key: tuple[str, str]) -> tuple[list[str], list[list[Any]]]:
+        """Per window, the record's keys and numbers for one statistic of one arm."""
+        low, high = h.bounds[key]
+        stacked = np.stack([values, low, high], axis=2).reshape(values.shape[0], 3 * ranks)
+        keys = [k for i in range(1, ranks + 1) for k in _record_keys(name, i)]
+        return keys, json_numbers(stacked).tolist()
+
+    parts: dict[int, list[tuple[list[str], list[list[Any]]]]] = {}
+    for a in range(len(h.names)):
+        name = h.names[a]
+        parts[a] = [triples("ctr", h.point[:, a], ("ctr", name))]
+        if name != baseline and base is not None:
+            mine, theirs = h.point[:, a], h.point[:, base]
+            with np.errstate(
+                invalid="ignore", divide="ignore"
+            ):  # as distortion(): NaN without control clicks
+                beta = np.where((theirs != 0) & ~np.isnan(theirs), -(mine - theirs) / theirs, np.nan)
+            parts[a] += [
+                triples("delta", mine - theirs, ("delta", name)),
+                triples("beta", beta, ("beta", name)),
+            ]
+    units, installs = h.units.astype(np.int64).tolist(), h.installs.tolist()
+    out = []
+    for w in range(h.starts.size):
+        with_base = base is not None and bool(h.present[w, base])
+        records = []
+        for a in (a for a in h.arm_order(baseline) if h.present[w, a]):
+            record: dict[str, Any] = {"arm": h.names[a], "units": units[w][a], "installs": installs[w][a]}
+            for keys, numbers in parts[a] if with_base else parts[a][:1]:
+                record.update(zip(keys, numbers[w], strict=True))
+            records.append(record)
+        out.append((int(h.starts[w]), records))
+    return out
 
 
 def _bounds_by_window(
     boot: dict[str, np.ndarray], present: np.ndarray, names: list[str], baseline: str, level: float
-) -> list[Bounds]:
-    """``_bootstrap_bounds`` of every window, from one call per group of (window, position)
-    columns: the percentiles are taken column by column, so setting windows side by side
-    changes no interval. The columns whose replicates hold a NaN go in a group of their
-    own, since a NaN anywhere makes ``_bootstrap_bounds`` take the NaN-aware percentiles
-    (the same numbers, column by column, far slower) for the whole call; arms absent from
-    a window hold finite placeholders there."""
+) -> BoundArrays:
+    """``_bootstrap_bounds`` of every window as arrays [window, rank] per statistic and
+    arm, from one call per group of (window, position) columns: the percentiles are taken
+    column by column, so setting windows side by side changes no interval. The columns
+    whose replicates hold a NaN go in a group of their own, since a NaN anywhere makes
+    ``_bootstrap_bounds`` take the NaN-aware percentiles (the same numbers, column by
+    column, far slower) for the whole call; arms absent from a window hold finite
+    placeholders there."""
     replicates, n_windows, ranks = next(iter(boot.values())).shape
     flat = {name: reps.reshape(replicates, n_windows * ranks) for name, reps in boot.items()}
     nan = np.zeros(n_windows * ranks, dtype=bool)
@@ -247,23 +345,23 @@ def _bounds_by_window(
     if baseline in flat:  # a distortion is NaN where the baseline's replicate CTR is not > 0
         with np.errstate(invalid="ignore"):
             nan |= np.repeat(present[:, names.index(baseline)], ranks) & ~(flat[baseline] > 0).all(axis=0)
-    out: list[Bounds] = [{} for _ in range(n_windows)]
     split = [np.flatnonzero(~nan), np.flatnonzero(nan)]
     groups = [g[i : i + CHUNK_COLUMNS] for g in split for i in range(0, g.size, CHUNK_COLUMNS)]
 
-    def bounds_of(group: np.ndarray) -> Bounds:
-        return _bootstrap_bounds({name: reps[:, group] for name, reps in flat.items()}, baseline, level)
+    def bounds_of(group: np.ndarray) -> BoundArrays:
+        return bootstrap_bound_arrays({name: reps[:, group] for name, reps in flat.items()}, baseline, level)
 
     # numpy lets go of the GIL in the percentiles' partitions, so blocks run side by side
     with ThreadPoolExecutor(max_workers=BOUNDS_THREADS) as pool:
         every = list(pool.map(bounds_of, groups))
+    out: BoundArrays = {}
     for group, found in zip(groups, every, strict=True):
-        windows, positions = np.divmod(group, ranks)
-        for key, pairs in found.items():
-            for w, i, pair in zip(windows.tolist(), positions.tolist(), pairs, strict=True):
-                out[w].setdefault(key, [(np.nan, np.nan)] * ranks)
-                out[w][key][i] = pair
-    return out
+        for key, (low, high) in found.items():
+            if key not in out:
+                out[key] = (np.full(n_windows * ranks, np.nan), np.full(n_windows * ranks, np.nan))
+            out[key][0][group], out[key][1][group] = low, high
+    shape = (n_windows, ranks)
+    return {key: (low.reshape(shape), high.reshape(shape)) for key, (low, high) in out.items()}
 
 
 async def _timeline_from_slices(

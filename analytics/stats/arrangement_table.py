@@ -9,7 +9,6 @@ weight for an install in every arm, since one person's clicks are correlated).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -48,6 +47,28 @@ class Estimate:
 def json_number(x: float) -> float | None:
     """An estimate's number as reports write it: None for NaN, else rounded to 6 places."""
     return None if math.isnan(x) else round(x, 6)
+
+
+def json_numbers(values: np.ndarray) -> np.ndarray:
+    """``json_number`` of every element, as an object array of the same shape.
+
+    numpy's ``round(x, 6)`` is ``rint(x * 1e6) / 1e6``: the same double as Python's
+    ``round`` (the nearest to k / 10^6) whenever both pick the same k, which they do unless
+    ``x * 1e6`` lies within its own rounding error of a half-integer, or is too large to
+    have a fraction. Those few elements are rounded by Python's ``round``."""
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = x * 1e6
+        off_half = np.abs(scaled - np.floor(scaled) - 0.5)
+        doubtful = np.isfinite(x) & ((off_half <= 4 * EPS * np.abs(scaled)) | (np.abs(scaled) >= 2.0**52))
+        out = np.round(x, 6).astype(object)
+    for i in np.flatnonzero(doubtful).tolist():
+        out.flat[i] = round(float(x.flat[i]), 6)
+    out[np.isnan(x)] = None
+    return out
+
+
+EPS = float(np.finfo(np.float64).eps)
 
 
 @dataclass
@@ -207,6 +228,17 @@ def _hull(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]
 def _bootstrap_bounds(boot: dict[str, np.ndarray], baseline: str, level: float) -> Bounds:
     """Percentile intervals of the replicate CTRs, gaps and distortions, NaN replicates
     ignored (as ``percentile_interval`` does): every statistic of every arm in one call."""
+    return {
+        key: [(float(a), float(b)) for a, b in zip(low.tolist(), high.tolist(), strict=True)]
+        for key, (low, high) in bootstrap_bound_arrays(boot, baseline, level).items()
+    }
+
+
+def bootstrap_bound_arrays(
+    boot: dict[str, np.ndarray], baseline: str, level: float
+) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+    """``_bootstrap_bounds`` as arrays: per statistic and arm, the lows and highs of every
+    column of the replicates [replicate, column]."""
     series: dict[tuple[str, str], np.ndarray] = {}
     for a, reps in boot.items():
         series[("ctr", a)] = reps
@@ -220,20 +252,21 @@ def _bootstrap_bounds(boot: dict[str, np.ndarray], baseline: str, level: float) 
         return {}
     stacked = np.concatenate(list(series.values()), axis=1)  # [replicate, statistic x position]
     alpha = (1 - level) / 2
-    if np.isnan(stacked).any():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a position with no finite replicate
-            lo, hi = np.nanquantile(stacked, [alpha, 1 - alpha], axis=0)
+    missing = np.isnan(stacked)
+    if missing.any():
+        # a column with no finite replicate has no interval; leaving it out of nanquantile
+        # also spares its warning (no warnings filter: timeline blocks run on threads)
+        lo, hi = np.full(stacked.shape[1], np.nan), np.full(stacked.shape[1], np.nan)
+        some = ~missing.all(axis=0)
+        if some.any():
+            lo[some], hi[some] = np.nanquantile(stacked[:, some], [alpha, 1 - alpha], axis=0)
     else:
         lo, hi = np.quantile(stacked, [alpha, 1 - alpha], axis=0)
-    out: Bounds = {}
+    out = {}
     start = 0
     for key, values in series.items():
         width = values.shape[1]
-        out[key] = [
-            (float(a), float(b))
-            for a, b in zip(lo[start : start + width], hi[start : start + width], strict=True)
-        ]
+        out[key] = (lo[start : start + width], hi[start : start + width])
         start += width
     return out
 

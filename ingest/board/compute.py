@@ -22,13 +22,12 @@ from analytics.reports.experiment import (
     BOX_RANKS,
     INTERVAL_GUARANTEES,
     ReportQuery,
-    flatten,
     parse_moment,
     parse_window,
     report_json,
     run_experiment_report,
 )
-from analytics.reports.timeline import run_timeline
+from analytics.reports.timeline import run_timeline_records
 from analytics.stats.reweight import Targets, read_targets, targets_from_rows
 from core.lifetime import exit_with_parent
 from core.settings import Settings
@@ -215,13 +214,13 @@ async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:
     async def document() -> dict[str, Any]:
         # the finished document is what is kept: at 720 windows, building it took longer
         # than reading the cached tables
-        windows = await run_timeline(store, query, window_s, p["seed"], p["baseline"])
+        windows = await run_timeline_records(store, query, window_s, p["seed"], p["baseline"])
         return {
             "window_seconds": window_s,
             "baseline": p["baseline"],
             "windows": [
-                {"window_start": datetime.fromtimestamp(start, UTC).isoformat(), "arms": flatten(table)}
-                for start, table in windows
+                {"window_start": datetime.fromtimestamp(start, UTC).isoformat(), "arms": records}
+                for start, records in windows
             ],
         }
 

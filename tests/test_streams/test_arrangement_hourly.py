@@ -9,15 +9,17 @@ from datetime import date, datetime
 from typing import Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pytest
 
-from analytics.reports.experiment import ReportQuery
+from analytics.reports.experiment import ReportQuery, flatten
 from analytics.reports.timeline import (
     CHUNK_COLUMNS,
     HOUR_S,
     hourly_sql,
     reads_hourly,
+    records_from_hourly,
     timeline_from_hourly,
 )
 from analytics.stats.arrangement_table import ArmRow, PerInstallArrays, figure3_arrays
@@ -276,13 +278,19 @@ def test_hourly_timeline_equals_figure3_window_by_window(
     table = hourly_table(sums_of(rows), names, burn_in, unit, shape)
     fast = timeline_from_hourly(table, baseline)
     assert fast and exact(fast) == exact(per_window_figure3(rows, names, burn_in, unit, baseline))
+    # the board's document, built from the arrays: flatten's records, key order included
+    records = records_from_hourly(table, baseline)
+    want = [(start, flatten(t)) for start, t in fast]
+    assert orjson.dumps(records) == orjson.dumps(want)
 
 
 def test_many_windows_split_into_blocks_give_the_same_intervals() -> None:
     rows, _ = simulated_rows(8, installs=200, hours=CHUNK_COLUMNS // RANKS * 2 + 3, rows=6000)
     names = list(ARMS)
-    fast = timeline_from_hourly(hourly_table(sums_of(rows), names, 0, "units"))
+    table = hourly_table(sums_of(rows), names, 0, "units")
+    fast = timeline_from_hourly(table)
     assert len(fast) > CHUNK_COLUMNS // RANKS
+    assert orjson.dumps(records_from_hourly(table)) == orjson.dumps([(s, flatten(t)) for s, t in fast])
     assert exact(fast) == exact(per_window_figure3(rows, names, 0, "units", "control"))
 
 

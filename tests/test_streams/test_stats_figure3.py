@@ -49,3 +49,26 @@ def test_missing_arm_gives_nan_not_a_crash() -> None:
     rows = [InstallArmCounts("a", "swap_1_2", 3, [1])]
     (only,) = figure3(rows, ranks=1)
     assert only.arm == "swap_1_2" and only.delta == [] and only.ctr[0].value == pytest.approx(1 / 3)
+
+
+def test_bounds_of_columns_without_a_finite_replicate_are_nan_without_a_warning() -> None:
+    import warnings
+
+    import numpy as np
+
+    from analytics.stats.arrangement_table import _bootstrap_bounds
+
+    reps = np.random.default_rng(0).random((200, 3))
+    for nan_columns in ([1], [0, 1, 2]):
+        boot = reps.copy()
+        boot[:, nan_columns] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            found = _bootstrap_bounds({"control": boot}, "control", 0.95)[("ctr", "control")]
+        assert [np.isnan(low) and np.isnan(high) for low, high in found] == [
+            i in nan_columns for i in range(3)
+        ]
+        finite = [i for i in range(3) if i not in nan_columns]
+        want = np.quantile(reps[:, finite], [0.025, 0.975], axis=0)
+        for i, low, high in zip(finite, *want, strict=True):
+            assert found[i] == pytest.approx((low, high), rel=1e-12)
