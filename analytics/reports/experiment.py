@@ -456,16 +456,25 @@ async def run_experiment_report(
     import asyncio
 
     box_query = replace(query, subset="box")
-    per_install, box, drops = await asyncio.gather(
-        store.query_arrow(query.per_install_keys_sql(seed, ranks, elements=True)),
-        store.query_arrow(box_query.per_install_keys_sql(seed, BOX_RANKS)),
-        store.query(query.drops_sql(), read_only=True),
+    # the raking (profiles read, then numpy) runs while ClickHouse reads the counts
+    raking = (
+        asyncio.ensure_future(install_weights(store, query.experiment_id, seed, targets)) if targets else None
     )
+    try:
+        per_install, box, drops = await asyncio.gather(
+            store.query_arrow(query.per_install_keys_sql(seed, ranks, elements=True)),
+            store.query_arrow(box_query.per_install_keys_sql(seed, BOX_RANKS)),
+            store.query(query.drops_sql(), read_only=True),
+        )
+    except BaseException:
+        if raking is not None:
+            raking.cancel()
+        raise
 
     weight_of: KeyedWeights | None = None
     reweighting = None
-    if targets:
-        weight_of, reweighting = await install_weights(store, query.experiment_id, seed, targets)
+    if raking is not None:
+        weight_of, reweighting = await raking
 
     # One weight matrix for every table of the report (and the next report of the same installs).
     weights = replicate_weights(
