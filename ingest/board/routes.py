@@ -174,8 +174,9 @@ def _refresher(settings: Settings, store: Store, in_process: bool) -> tuple[Comp
     )
 
     # Started now rather than at the first panel: the child's imports and store take a second
-    # or two that the first board or report request would otherwise wait for.
+    # or two that the first board or report request would otherwise wait for; then its caches.
     pool.submit(compute.ready)
+    pool.submit(compute.warm_up)
 
     async def in_child(panel: Panel) -> Any:
         return await asyncio.get_running_loop().run_in_executor(pool, compute.in_child, panel)

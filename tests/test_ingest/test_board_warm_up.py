@@ -1,0 +1,49 @@
+"""The compute process warms its bootstrap weights for the installs the store holds."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analytics.reports.experiment import REPLICATES
+from analytics.stats.bootstrap import _CACHE, _weight_rows, install_key
+from core.store.base import NoStore
+from core.store.chdb_store import ChdbStore
+from ingest.board import compute
+from schemas.migrate import migrate
+from streams.recompute.arrangement_stats import INSTALL_COLUMNS
+
+
+async def test_warm_up_computes_the_weights_of_every_stored_install(tmp_path: Path) -> None:
+    store = ChdbStore(tmp_path / "ch", read_lanes=1)
+    try:
+        await migrate(store)
+        ids = [f"warm-{i:04d}" for i in range(300)]
+        values = ", ".join(
+            f"('e', 'google', '{i}', '{arm}', 5, 1, 0, 0, 0, 1, 1, [1,0,0,0,0,0,0,0,0,0], 0, 0, 0, 0, "
+            "now(), now(), now64(6))"
+            for i in ids
+            for arm in ("control", "swap_1_2")
+        )
+        await store.execute(f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS}) VALUES {values}")
+        assert await compute._warm(store) == len(ids)  # one key per install, whatever its arms
+        keys = np.array(sorted(install_key(i, compute.SEED) for i in ids), dtype=np.uint64)
+        known, matrix = _CACHE._rows[(compute.SEED, REPLICATES)]
+        at = np.searchsorted(known, keys)
+        assert np.array_equal(known[at], keys)
+        assert np.array_equal(matrix[at], _weight_rows(keys, REPLICATES))
+    finally:
+        await store.close()
+
+
+def test_warm_up_without_a_store_warms_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = asyncio.new_event_loop()
+    monkeypatch.setitem(compute._CHILD, "loop", loop)
+    monkeypatch.setitem(compute._CHILD, "store", NoStore("the store server is not up yet"))
+    try:
+        assert compute.warm_up() == 0
+    finally:
+        loop.close()
