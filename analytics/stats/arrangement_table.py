@@ -252,14 +252,8 @@ def bootstrap_bound_arrays(
         return {}
     stacked = np.concatenate(list(series.values()), axis=1)  # [replicate, statistic x position]
     alpha = (1 - level) / 2
-    missing = np.isnan(stacked)
-    if missing.any():
-        # a column with no finite replicate has no interval; leaving it out of nanquantile
-        # also spares its warning (no warnings filter: timeline blocks run on threads)
-        lo, hi = np.full(stacked.shape[1], np.nan), np.full(stacked.shape[1], np.nan)
-        some = ~missing.all(axis=0)
-        if some.any():
-            lo[some], hi[some] = np.nanquantile(stacked[:, some], [alpha, 1 - alpha], axis=0)
+    if np.isnan(stacked).any():
+        lo, hi = finite_quantiles(stacked, (alpha, 1 - alpha))
     else:
         lo, hi = np.quantile(stacked, [alpha, 1 - alpha], axis=0)
     out = {}
@@ -268,6 +262,40 @@ def bootstrap_bound_arrays(
         width = values.shape[1]
         out[key] = (lo[start : start + width], hi[start : start + width])
         start += width
+    return out
+
+
+def finite_quantiles(values: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+    """``np.nanquantile(values, qs, axis=0)`` for [replicate, column]: each column's
+    quantiles of its finite values (NaN where it has none, without a warning), every
+    column at once.
+
+    nanquantile takes a column at a time in Python when NaNs are present, and a timeline
+    whose hours hold few units has NaN replicates in most columns (9.7 s for 30 days at 1M
+    events). Here the columns are sorted once (NaNs last) and each is interpolated at its
+    own count of finite values with numpy's own "linear" rule: the virtual index
+    (n - 1) q, its floor and the next, the last value above the range, and ``_lerp``'s
+    two-sided formula, so the numbers are numpy's exactly (tested)."""
+    ordered = np.sort(values, axis=0)
+    n = (~np.isnan(values)).sum(axis=0)
+    columns = np.arange(values.shape[1])
+    out = np.full((len(qs), values.shape[1]), np.nan)
+    some = n > 0
+    n, columns, ordered = n[some], columns[some], ordered[:, some]
+    for k, q in enumerate(qs):
+        virtual = (n - 1) * q
+        previous = np.floor(virtual)
+        following = previous + 1
+        top = virtual >= n - 1
+        previous[top], following[top] = n[top] - 1, n[top] - 1
+        gamma = virtual - np.where(top, -1.0, previous)  # as numpy's -1 index for the top
+        a = ordered[previous.astype(np.intp), np.arange(columns.size)]
+        b = ordered[following.astype(np.intp), np.arange(columns.size)]
+        diff = b - a
+        value = a + diff * gamma
+        upper = gamma >= 0.5
+        value[upper] = b[upper] - diff[upper] * (1 - gamma[upper])
+        out[k, columns] = value
     return out
 
 

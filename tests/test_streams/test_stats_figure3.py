@@ -72,3 +72,27 @@ def test_bounds_of_columns_without_a_finite_replicate_are_nan_without_a_warning(
         want = np.quantile(reps[:, finite], [0.025, 0.975], axis=0)
         for i, low, high in zip(finite, *want, strict=True):
             assert found[i] == pytest.approx((low, high), rel=1e-12)
+
+
+def test_finite_quantiles_are_numpys_nanquantile_exactly() -> None:
+    """Columns with no NaN, some, all but one and all; 200 replicates and a few."""
+    import numpy as np
+
+    from analytics.stats.arrangement_table import finite_quantiles
+
+    rng = np.random.default_rng(9)
+    for rows in (200, 7, 2, 1):
+        values = rng.random((rows, 400))
+        values[:, 100:200][rng.random((rows, 100)) < 0.3] = np.nan
+        values[1:, 200:250] = np.nan  # one finite value
+        values[:, 250:260] = np.nan  # none
+        values[:, 300:] = np.round(values[:, 300:], 1)  # ties
+        want = np.full((2, 400), np.nan)
+        some = ~np.isnan(values).all(axis=0)
+        want[:, some] = np.nanquantile(values[:, some], [0.025, 0.975], axis=0)
+        got = finite_quantiles(values, (0.025, 0.975))
+        assert np.array_equal(got, want, equal_nan=True), rows
+        clean = values[:, :100]  # and what np.quantile gives without NaNs
+        assert np.array_equal(
+            finite_quantiles(clean, (0.025, 0.975)), np.quantile(clean, [0.025, 0.975], axis=0)
+        )
