@@ -47,3 +47,15 @@ def test_warm_up_without_a_store_warms_nothing(monkeypatch: pytest.MonkeyPatch) 
         assert compute.warm_up() == 0
     finally:
         loop.close()
+
+
+def test_the_compute_process_turns_numpys_huge_pages_off() -> None:
+    import numpy as np
+
+    flag = np._core.multiarray._set_madvise_hugepage
+    before = flag(True)
+    try:
+        compute._no_huge_pages()
+        assert flag(True) is False  # what was set: off
+    finally:
+        flag(before)
