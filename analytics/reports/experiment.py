@@ -267,7 +267,8 @@ def table_from_rows(
 
 
 @cache
-def _record_keys(name: str, i: int) -> tuple[str, str, str]:
+def record_keys(name: str, i: int) -> tuple[str, str, str]:
+    """A flat record's keys for one estimate: value, low and high of ``name`` at c_i."""
     return f"{name}_c{i}", f"{name}_c{i}_ci_low", f"{name}_c{i}_ci_high"
 
 
@@ -279,7 +280,7 @@ def flatten(table: list[ArmRow]) -> list[dict[str, Any]]:
         record: dict[str, Any] = {"arm": row.arm, "units": row.units, "installs": row.installs}
         for name, estimates in (("ctr", row.ctr), ("delta", row.delta), ("beta", row.beta)):
             for i, e in enumerate(estimates, start=1):
-                value, low, high = _record_keys(name, i)
+                value, low, high = record_keys(name, i)
                 record[value] = json_number(e.value)
                 record[low] = json_number(e.ci_low)
                 record[high] = json_number(e.ci_high)

@@ -26,9 +26,9 @@ from analytics.reports.experiment import (
     STUDY_AGE_CAP,
     UNIT_COLUMNS,
     ReportQuery,
-    _record_keys,
     arrays_from_arrow,
     flatten,
+    record_keys,
 )
 from analytics.stats.arrangement import distortion, gap
 from analytics.stats.arrangement_table import (
@@ -296,7 +296,7 @@ def records_from_hourly(
         """Per window, the record's keys and numbers for one statistic of one arm."""
         low, high = h.bounds[key]
         stacked = np.stack([values, low, high], axis=2).reshape(values.shape[0], 3 * ranks)
-        keys = [k for i in range(1, ranks + 1) for k in _record_keys(name, i)]
+        keys = [k for i in range(1, ranks + 1) for k in record_keys(name, i)]
         return keys, json_numbers(stacked).tolist()
 
     parts: dict[int, list[tuple[list[str], list[list[Any]]]]] = {}
