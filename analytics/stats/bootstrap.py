@@ -102,15 +102,50 @@ def _weight_rows(keys: np.ndarray, replicates: int) -> np.ndarray:
     return w
 
 
+class _CachedRows:
+    """One (seed, replicates)'s cached weight rows. Rows are appended as installs arrive (the
+    buffer doubles when full) and found through a sorted index of their keys, so a new
+    install costs a merge of the 16-byte index entries, not a copy of every 200-byte row
+    (at 1M cached installs a copy was 200 MB per report that met a new install)."""
+
+    def __init__(self, replicates: int) -> None:
+        self.keys = np.zeros(0, np.uint64)  # sorted
+        self.slots = np.zeros(0, np.int64)  # the row of each key in ``rows``
+        self.rows = np.zeros((0, replicates), np.uint8)
+        self.size = 0  # rows in use
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """The row of each key, -1 where it is not cached."""
+        if not self.keys.size:
+            return np.full(keys.size, -1, np.int64)
+        at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        return np.where(self.keys[at] == keys, self.slots[at], -1)
+
+    def add(self, keys: np.ndarray, rows: np.ndarray, capacity: int) -> None:
+        """Append ``rows`` of ``keys`` (unique, not cached yet; at most ``capacity`` in all)."""
+        end = self.size + keys.size
+        if end > self.rows.shape[0]:
+            grown = np.zeros((min(max(2 * self.rows.shape[0], end), capacity), rows.shape[1]), np.uint8)
+            grown[: self.size] = self.rows[: self.size]
+            self.rows = grown
+        self.rows[self.size : end] = rows
+        merged = np.concatenate([self.keys, keys])
+        order = np.argsort(merged, kind="stable")
+        self.keys = merged[order]
+        self.slots = np.concatenate([self.slots, np.arange(self.size, end, dtype=np.int64)])[order]
+        self.size = end
+
+
 class WeightCache:
     """Weight rows computed once per install and reused: a live board refreshes the same
     installs every few seconds, and one report reads several tables over one panel.
-    Installs are known by their key (``install_key``), which ClickHouse can compute too."""
+    Installs are known by their key (``install_key``), which ClickHouse can compute too.
+    When more than ``max_installs`` would be kept, the cache starts again from the installs
+    asked for."""
 
     def __init__(self, max_installs: int = 1_000_000) -> None:
         self.max_installs = max_installs
-        # per (seed, replicates): the cached keys, sorted, and their weight rows in that order
-        self._rows: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._rows: dict[tuple[int, int], _CachedRows] = {}
 
     def get(self, install_ids: Sequence[str], replicates: int, seed: int) -> np.ndarray:
         keys = np.fromiter(
@@ -122,24 +157,21 @@ class WeightCache:
         """uint8 [install, replicate] for installs given by their ``install_key`` under ``seed``
         (looked up by binary search: no Python work per install)."""
         keys = np.asarray(keys, dtype=np.uint64)
-        known, matrix = self._rows.get(
-            (seed, replicates), (np.zeros(0, np.uint64), np.zeros((0, replicates), np.uint8))
-        )
-        at = np.searchsorted(known, keys)
-        found = at < known.size
-        found[found] = known[at[found]] == keys[found]
-        if not found.all():
-            missing = np.unique(keys[~found])
-            if known.size + missing.size > self.max_installs:
-                known, matrix = np.zeros(0, np.uint64), np.zeros((0, replicates), np.uint8)
+        cached = self._rows.setdefault((seed, replicates), _CachedRows(replicates))
+        at = cached.find(keys)
+        if (at < 0).any():
+            missing = np.unique(keys[at < 0])
+            if cached.size + missing.size > self.max_installs:
+                cached = self._rows[(seed, replicates)] = _CachedRows(replicates)
                 missing = np.unique(keys)
-            merged = np.concatenate([known, missing])
-            order = np.argsort(merged, kind="stable")
-            known = merged[order]
-            matrix = np.concatenate([matrix, _weight_rows(missing, replicates)])[order]
-            self._rows[(seed, replicates)] = (known, matrix)
-            at = np.searchsorted(known, keys)
-        return matrix[at]
+            cached.add(missing, _weight_rows(missing, replicates), self.max_installs)
+            at = cached.find(keys)
+        return cached.rows[at]
+
+    def cached(self, replicates: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """The cached keys (sorted) and their weight rows, in that order."""
+        found = self._rows.get((seed, replicates)) or _CachedRows(replicates)
+        return found.keys, found.rows[found.slots]
 
 
 _CACHE = WeightCache()

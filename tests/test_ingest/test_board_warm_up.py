@@ -31,7 +31,7 @@ async def test_warm_up_computes_the_weights_of_every_stored_install(tmp_path: Pa
         await store.execute(f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS}) VALUES {values}")
         assert await compute._warm(store) == len(ids)  # one key per install, whatever its arms
         keys = np.array(sorted(install_key(i, compute.SEED) for i in ids), dtype=np.uint64)
-        known, matrix = _CACHE._rows[(compute.SEED, REPLICATES)]
+        known, matrix = _CACHE.cached(REPLICATES, compute.SEED)
         at = np.searchsorted(known, keys)
         assert np.array_equal(known[at], keys)
         assert np.array_equal(matrix[at], _weight_rows(keys, REPLICATES))

@@ -78,3 +78,22 @@ def test_weight_cache_answers_in_the_order_asked_across_misses_repeats_and_evict
     evicting = rng.integers(0, 2**63, 45, dtype=np.uint64)  # more than the cache keeps
     assert np.array_equal(cache.for_keys(evicting, 20, 0), _weight_rows(evicting, 20))
     assert np.array_equal(cache.for_keys(keys[:0], 20, 0), _weight_rows(keys[:0], 20))
+
+
+def test_weight_cache_grows_install_by_install_and_keeps_every_row() -> None:
+    """Installs arriving a few at a time (a live study) are appended, not re-sorted with
+    their rows: every answer still equals the rows computed afresh, and the cached keys come
+    out sorted with their own rows."""
+    import numpy as np
+
+    from analytics.stats.bootstrap import WeightCache, _weight_rows
+
+    rng = np.random.default_rng(8)
+    pool = rng.integers(0, 2**63, 400, dtype=np.uint64)
+    cache = WeightCache(max_installs=1000)
+    for step in range(1, 41):
+        asked = rng.permutation(pool[: step * 10])[: rng.integers(1, step * 10 + 1)]
+        assert np.array_equal(cache.for_keys(asked, 30, 3), _weight_rows(asked, 30))
+    keys, rows = cache.cached(30, 3)
+    assert np.all(keys[1:] > keys[:-1]) and set(keys.tolist()) <= set(pool.tolist())
+    assert np.array_equal(rows, _weight_rows(keys, 30))
