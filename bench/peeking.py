@@ -46,6 +46,8 @@ def simulate_study(
     units = np.zeros((installs, 2))
     clicks = np.zeros((installs, 2))
     total = looks * per_look
+    # an install's bootstrap key, fixed for the study as the service's is (a hash of its id)
+    keys = np.arange(installs, dtype=np.uint64) + np.uint64(rng.integers(0, 2**40)) * np.uint64(1 << 20)
     out = []
     for look in range(looks):
         t = (look + 1) / looks
@@ -59,7 +61,7 @@ def simulate_study(
         np.add.at(clicks, (who, arm), hit)
         inst, arm_of = np.nonzero(units)
         rows = PerInstallArrays(
-            keys=inst.astype(np.uint64) + np.uint64(rng.integers(0, 2**40)) * np.uint64(1 << 20),
+            keys=keys[inst],
             arm_codes=arm_of.astype(np.int64),
             arm_names=list(ARMS),
             units=units[inst, arm_of],

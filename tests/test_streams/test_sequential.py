@@ -41,14 +41,14 @@ def test_first_exclusion_is_the_first_look_off_zero() -> None:
 
 
 def test_peeking_after_every_thousand_units_aa() -> None:
-    """60 simulated A/A studies looked at 15 times: the one-look bootstrap interval excludes
+    """100 simulated A/A studies looked at 15 times: the one-look bootstrap interval excludes
     zero at some look far more often than 5%; the sequence stays within 5% (+ MC error).
     bench/peeking.py runs the large version (figures in bench/README.md)."""
-    result = peek(studies=60, installs=1500, looks=15, per_look=1000, effect=0.0, seed=11)
+    result = peek(studies=100, installs=1500, looks=15, per_look=1000, effect=0.0, seed=11)
     boot, boot_sd = result.rate("bootstrap")
     seq, seq_sd = result.rate("sequential")
     print(f"ever excluded zero: bootstrap {boot:.3f} +- {boot_sd:.3f}, sequential {seq:.3f} +- {seq_sd:.3f}")
-    assert seq <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 60)
+    assert seq <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 100)
     assert boot > 0.10
     assert result.narrower == 0  # never narrower than the one-look interval
 
