@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import settings
+
+# pytest-xdist's workers get COLUMNS=80, a plain run none (the CLI's consoles are then 1000
+# wide off a terminal): a CLI message that names a temporary path would wrap in one and not
+# the other. Workers print nothing to the terminal themselves.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["COLUMNS"] = "1000"
 
 # No per-example deadline: on a loaded two-core CI machine one example can be descheduled
 # for longer than hypothesis's default 200 ms, which fails a correct test as "Flaky".

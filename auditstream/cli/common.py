@@ -13,7 +13,18 @@ from rich.console import Console
 
 from core.settings import Settings
 
-console = Console(stderr=True)
+
+def _message_console() -> Console:
+    """Messages and progress on stderr. Redirected to a file or a log (no terminal, no
+    COLUMNS), a line is not wrapped at rich's default of 80 columns, where it would break
+    inside a path or a name."""
+    console = Console(stderr=True)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=True, width=1000)
+    return console
+
+
+console = _message_console()
 
 DataDir = Annotated[
     Path | None,
