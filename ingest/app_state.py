@@ -2,6 +2,8 @@
 
 Not to be confused with ``api_keys.py``, the clients' API keys."""
 
+from collections.abc import Callable
+
 from aiohttp import web
 
 from core.settings import Settings
@@ -17,3 +19,6 @@ LIMITER = web.AppKey("limiter", RateLimiter)
 METRICS = web.AppKey("metrics", IngestMetrics)
 PRODUCER = web.AppKey("producer", EventProducer)
 STORE = web.AppKey("store", Store)
+BOARD_STATE: web.AppKey[Callable[[], str]] = web.AppKey("board_state")
+"""The board's compute process, as ``/readyz`` reports it: "starting" until it has started
+and warmed its caches (the first board or report answer waits for that), then "ready"."""

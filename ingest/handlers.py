@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from core.store import QueryResult, StoreError, StoreUnavailable
 from core.store.base import QueryLimits
 from ingest.api_keys import ApiKey
-from ingest.app_state import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.app_state import BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.errors import problem
 from ingest.producer import BrokerUnavailable
 from ingest.validation import validate_batch
@@ -168,13 +168,17 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Ready means events can be accepted (the broker answers). The store's read lanes are
-    reported beside it: a saturated store slows the board and analysts' SQL, not intake."""
+    """Ready means events can be accepted (the broker answers). The store's read lanes and
+    the board's compute process ("starting" while it starts and warms its caches after a
+    restart, then "ready") are reported beside it: they slow the board, reports and
+    analysts' SQL, not intake."""
     producer = request.app[PRODUCER]
-    store = await request.app[STORE].status()
+    state: dict[str, Any] = {"store": await request.app[STORE].status()}
+    if BOARD_STATE in request.app:
+        state["board"] = request.app[BOARD_STATE]()
     if producer.ready:
-        return json_response({"ready": True, "store": store})
-    return json_response({"ready": False, "reason": producer.last_error, "store": store}, status=503)
+        return json_response({"ready": True, **state})
+    return json_response({"ready": False, "reason": producer.last_error, **state}, status=503)
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from core.settings import Settings
 from core.store import Store
+from ingest.app_state import BOARD_STATE
 from ingest.board import compute
 from ingest.board.compute import Panel
 from ingest.board.refresher import BoardRefresher, BoardUnavailable
@@ -157,15 +158,18 @@ COMPUTE: web.AppKey[ComputeFn] = web.AppKey("board_compute")
 """Computes any panel where the board computes (``POST /v1/reports/experiment`` uses it too)."""
 
 
-def _refresher(settings: Settings, store: Store, in_process: bool) -> tuple[ComputeFn, Any]:
-    """How panels are computed: in a child process (or here, for a store given in code)."""
+def _refresher(
+    settings: Settings, store: Store, in_process: bool
+) -> tuple[ComputeFn, Callable[[], str], Any]:
+    """How panels are computed: in a child process (or here, for a store given in code);
+    then whether that process has started and warmed up, and the process pool."""
     if in_process:
         compute.use_targets(settings)
 
         async def here(panel: Panel) -> Any:
             return await compute.compute(store, panel)
 
-        return here, None
+        return here, lambda: "ready", None
     pool = ProcessPoolExecutor(
         max_workers=1,
         mp_context=multiprocessing.get_context("spawn"),
@@ -176,18 +180,18 @@ def _refresher(settings: Settings, store: Store, in_process: bool) -> tuple[Comp
     # Started now rather than at the first panel: the child's imports and store take a second
     # or two that the first board or report request would otherwise wait for; then its caches.
     pool.submit(compute.ready)
-    pool.submit(compute.warm_up)
+    warmed = pool.submit(compute.warm_up)
 
     async def in_child(panel: Panel) -> Any:
         return await asyncio.get_running_loop().run_in_executor(pool, compute.in_child, panel)
 
-    return in_child, pool
+    return in_child, lambda: "ready" if warmed.done() else "starting", pool
 
 
 def add_routes(app: web.Application, settings: Settings, store: Store, in_process: bool) -> None:
     """The board's routes; ``in_process`` computes panels in this process (a store given in
     code, which a child process could not reach), otherwise in a child process."""
-    app[COMPUTE], pool = _refresher(settings, store, in_process)
+    app[COMPUTE], app[BOARD_STATE], pool = _refresher(settings, store, in_process)
     app[REFRESHER] = BoardRefresher(app[COMPUTE], REFRESH_S)
     app[ASSET_FILES] = load_assets()
 

@@ -490,3 +490,16 @@ async def _all_ready(browser: Browser) -> dict[str, Any] | None:
     states = await browser.js(PANEL_STATES)
     ready = all(state == "ready" and rows > 0 for state, rows in states.values())
     return states if ready and states else None
+
+
+def test_readyz_says_when_the_boards_compute_process_is_ready(service: Service) -> None:
+    """/readyz reports the board's compute process beside intake: "starting" while it starts
+    and warms its caches after a restart, then "ready". Intake is ready either way."""
+
+    def board() -> str | None:
+        resp = http("GET", service.url + "/readyz")
+        assert resp.status == 200 and resp.body["ready"] is True
+        assert resp.body["board"] in ("starting", "ready")
+        return resp.body["board"] if resp.body["board"] == "ready" else None
+
+    assert wait_for(board, 60, "the board's compute process ready") == "ready"
