@@ -50,8 +50,8 @@ def browser_study_file(
     *,
     study_id: str,
     rounds: int,
-    spacing: str = "1.5s",
-    round_timeout: str = "1.3s",
+    spacing: str = "3s",
+    round_timeout: str = "2.8s",
     consent: str = "leave",
     skew_tolerance: str = "750ms",
     profiles: Sequence[tuple[str, str, str]] = PROFILES,
@@ -60,6 +60,8 @@ def browser_study_file(
     profile_extra: Mapping[str, str] | None = None,
 ) -> Path:
     """A lock-step study of ``profiles`` (the ``login`` one logged in by its cookies.txt);
+    rounds 3 s apart with 2.8 s to load: a cold Chromium's first page took over 1.3 s with
+    another test starting its own browser beside it (pytest-xdist on two cores);
     ``extra`` adds lines to ``[study]``, ``profile_extra`` to a profile (by id) after its own."""
     write_cookies_txt(tmp_path / "login-cookies.txt", dict([LOGIN_COOKIE]))
     queries = "".join(

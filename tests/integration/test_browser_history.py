@@ -65,7 +65,7 @@ def test_history_in_the_browser_and_the_consent_outcome_in_the_data(tmp_path: Pa
     )
     study = load_study(path)
     lead = study.lead(0)
-    assert lead == 3.5  # search (and click) 2 s before the visit, which comes one spacing before the slot
+    assert lead == 5.0  # search (and click) 2 s before the visit, one spacing (3 s) before the slot
     data = tmp_path / "data"
     with tls_engine(FakeEngineScript(click_redirect=True)) as engine:
         engine.walled = {"twin", "hist"}
@@ -100,7 +100,8 @@ def test_history_in_the_browser_and_the_consent_outcome_in_the_data(tmp_path: Pa
     assert [("VISITED" in h.cookies) for h in mine] == [False] * 4 + [True] * 2
     # on plan, and done before round 0's slot
     assert slot - lead <= mine[0].at < slot - lead + 1.0
-    assert slot - 1.5 <= mine[3].at < slot - 1.0
+    visit = slot - study.study.spacing  # one spacing before the slot
+    assert visit <= mine[3].at < visit + 0.5
     assert all(h.at < slot for h in mine[:4])
     assert not any(h.path != "/search" for h in hits if h.profile != "hist")
 
