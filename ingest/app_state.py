@@ -21,4 +21,5 @@ PRODUCER = web.AppKey("producer", EventProducer)
 STORE = web.AppKey("store", Store)
 BOARD_STATE: web.AppKey[Callable[[], str]] = web.AppKey("board_state")
 """The board's compute process, as ``/readyz`` reports it: "starting" until it has started
-and warmed its caches (the first board or report answer waits for that), then "ready"."""
+and warmed its caches (the first board or report answer waits for that), then "ready", or
+"failed" when it could not start (``routes.board_state``)."""

@@ -170,7 +170,7 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     """Ready means events can be accepted (the broker answers). The store's read lanes and
     the board's compute process ("starting" while it starts and warms its caches after a
-    restart, then "ready") are reported beside it: they slow the board, reports and
+    restart, then "ready" or "failed") are reported beside it: they slow the board, reports and
     analysts' SQL, not intake."""
     producer = request.app[PRODUCER]
     state: dict[str, Any] = {"store": await request.app[STORE].status()}

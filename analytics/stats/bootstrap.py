@@ -17,6 +17,7 @@ wrapping UInt64 arithmetic, so the SQL views and the reports agree weight for we
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -105,7 +106,7 @@ def _weight_rows(keys: np.ndarray, replicates: int) -> np.ndarray:
 class _CachedRows:
     """One (seed, replicates)'s cached weight rows. Rows are appended as installs arrive (the
     buffer doubles when full) and found through a sorted index of their keys, so a new
-    install costs a merge of the 16-byte index entries, not a copy of every 200-byte row
+    install costs re-sorting the 16-byte index entries, not copying every 200-byte row
     (at 1M cached installs a copy was 200 MB per report that met a new install)."""
 
     def __init__(self, replicates: int) -> None:
@@ -141,11 +142,12 @@ class WeightCache:
     installs every few seconds, and one report reads several tables over one panel.
     Installs are known by their key (``install_key``), which ClickHouse can compute too.
     When more than ``max_installs`` would be kept, the cache starts again from the installs
-    asked for."""
+    asked for (and keeps none when they alone are more)."""
 
     def __init__(self, max_installs: int = 1_000_000) -> None:
         self.max_installs = max_installs
         self._rows: dict[tuple[int, int], _CachedRows] = {}
+        self._lock = threading.Lock()
 
     def get(self, install_ids: Sequence[str], replicates: int, seed: int) -> np.ndarray:
         keys = np.fromiter(
@@ -157,16 +159,19 @@ class WeightCache:
         """uint8 [install, replicate] for installs given by their ``install_key`` under ``seed``
         (looked up by binary search: no Python work per install)."""
         keys = np.asarray(keys, dtype=np.uint64)
-        cached = self._rows.setdefault((seed, replicates), _CachedRows(replicates))
-        at = cached.find(keys)
-        if (at < 0).any():
-            missing = np.unique(keys[at < 0])
-            if cached.size + missing.size > self.max_installs:
-                cached = self._rows[(seed, replicates)] = _CachedRows(replicates)
-                missing = np.unique(keys)
-            cached.add(missing, _weight_rows(missing, replicates), self.max_installs)
+        with self._lock:  # imports compute weights in a thread beside an in-process board
+            cached = self._rows.setdefault((seed, replicates), _CachedRows(replicates))
             at = cached.find(keys)
-        return cached.rows[at]
+            if (at < 0).any():
+                missing = np.unique(keys[at < 0])
+                if cached.size + missing.size > self.max_installs:
+                    cached = self._rows[(seed, replicates)] = _CachedRows(replicates)
+                    missing = np.unique(keys)
+                    if missing.size > self.max_installs:  # more than the cache keeps: not kept
+                        return _weight_rows(keys, replicates)
+                cached.add(missing, _weight_rows(missing, replicates), self.max_installs)
+                at = cached.find(keys)
+            return cached.rows[at]
 
     def cached(self, replicates: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
         """The cached keys (sorted) and their weight rows, in that order."""

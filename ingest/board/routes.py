@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -185,7 +185,16 @@ def _refresher(
     async def in_child(panel: Panel) -> Any:
         return await asyncio.get_running_loop().run_in_executor(pool, compute.in_child, panel)
 
-    return in_child, lambda: "ready" if warmed.done() else "starting", pool
+    return in_child, lambda: board_state(warmed), pool
+
+
+def board_state(warmed: Future[Any]) -> str:
+    """What ``/readyz`` says of the compute process from its warm-up: "starting" until the
+    warm-up has run, "failed" when it could not (the process did not start, or broke), else
+    "ready" (a store that did not answer yet leaves it ready but cold)."""
+    if not warmed.done():
+        return "starting"
+    return "failed" if warmed.cancelled() or warmed.exception() is not None else "ready"
 
 
 def add_routes(app: web.Application, settings: Settings, store: Store, in_process: bool) -> None:

@@ -101,7 +101,7 @@ def test_history_in_the_browser_and_the_consent_outcome_in_the_data(tmp_path: Pa
     # on plan, and done before round 0's slot
     assert slot - lead <= mine[0].at < slot - lead + 1.0
     visit = slot - study.study.spacing  # one spacing before the slot
-    assert visit <= mine[3].at < visit + 0.5
+    assert visit <= mine[3].at < visit + 1.0
     assert all(h.at < slot for h in mine[:4])
     assert not any(h.path != "/search" for h in hits if h.profile != "hist")
 

@@ -59,3 +59,22 @@ def test_the_compute_process_turns_numpys_huge_pages_off() -> None:
         assert flag(True) is False  # what was set: off
     finally:
         flag(before)
+
+
+def test_readyz_board_state_follows_the_warm_up() -> None:
+    """``/readyz``'s board field: starting while the warm-up is pending, ready once it ran
+    (warm or not), failed when it raised (a compute process that could not start)."""
+    from concurrent.futures import Future
+
+    from ingest.board.routes import board_state
+
+    pending: Future[int] = Future()
+    assert board_state(pending) == "starting"
+    pending.set_result(0)
+    assert board_state(pending) == "ready"
+    broken: Future[int] = Future()
+    broken.set_exception(RuntimeError("the process pool broke"))
+    assert board_state(broken) == "failed"
+    cancelled: Future[int] = Future()
+    cancelled.cancel()
+    assert board_state(cancelled) == "failed"

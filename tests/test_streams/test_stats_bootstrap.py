@@ -91,9 +91,25 @@ def test_weight_cache_grows_install_by_install_and_keeps_every_row() -> None:
     rng = np.random.default_rng(8)
     pool = rng.integers(0, 2**63, 400, dtype=np.uint64)
     cache = WeightCache(max_installs=1000)
+    seen: set[int] = set()
     for step in range(1, 41):
         asked = rng.permutation(pool[: step * 10])[: rng.integers(1, step * 10 + 1)]
+        seen.update(asked.tolist())
         assert np.array_equal(cache.for_keys(asked, 30, 3), _weight_rows(asked, 30))
     keys, rows = cache.cached(30, 3)
-    assert np.all(keys[1:] > keys[:-1]) and set(keys.tolist()) <= set(pool.tolist())
+    assert np.all(keys[1:] > keys[:-1]) and set(keys.tolist()) == seen
     assert np.array_equal(rows, _weight_rows(keys, 30))
+
+
+def test_weight_cache_answers_more_installs_than_it_keeps() -> None:
+    """A call with more distinct installs than the cache keeps is answered, and kept out."""
+    import numpy as np
+
+    from analytics.stats.bootstrap import WeightCache, _weight_rows
+
+    keys = np.random.default_rng(2).integers(0, 2**63, 25, dtype=np.uint64)
+    cache = WeightCache(max_installs=10)
+    assert np.array_equal(cache.for_keys(keys[:4], 12, 0), _weight_rows(keys[:4], 12))
+    assert np.array_equal(cache.for_keys(keys, 12, 0), _weight_rows(keys, 12))
+    assert cache.cached(12, 0)[0].size <= 10
+    assert np.array_equal(cache.for_keys(keys[20:], 12, 0), _weight_rows(keys[20:], 12))
