@@ -68,10 +68,14 @@ def test_crawler_measures_planted_personalization(tmp_path: Path, service: Servi
     # Lock-step is checked on the schedule, exactly: every first attempt of every round was
     # planned for the round's slot. The measured skew is a figure of the machine (see
     # bench/serp_skew.py); here it is only bounded by the round's own deadline, and the
-    # stream's skew (from the stored events) must equal the crawler's.
+    # stream's skew (from the stored events) must equal the crawler's. The bound holds for
+    # rounds in which every request went out: a profile whose turn came after the deadline
+    # (a starved event loop, under two CPU hogs beside two test processes) sends nothing,
+    # and its snapshot's sent_at is the moment it gave up.
     for r in recorded:
         assert all(p["planned_at"] == r["slot"] for p in r["profiles"] if p["attempts"] == 1)
-        assert r["skew_ms"] < study.round_timeout * 1000
+        if all(p["detail"] != "round deadline passed" for p in r["profiles"]):
+            assert r["skew_ms"] < study.round_timeout * 1000
     journaled = {r["round_id"]: r["skew_ms"] for r in recorded}
     assert {r["round_id"]: r["skew_ms"] for r in rounds} == pytest.approx(journaled, abs=0.01)
 
