@@ -44,7 +44,7 @@ PAGE_HEADERS = {
     "Cache-Control": "no-cache",
 }
 REFRESH_S = 2.0
-FIGURE3_RANKS = 6
+FIGURE3_RANKS = compute.FIGURE3_RANKS
 SEED = compute.SEED
 
 

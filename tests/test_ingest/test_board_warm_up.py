@@ -78,3 +78,43 @@ def test_readyz_board_state_follows_the_warm_up() -> None:
     cancelled: Future[int] = Future()
     cancelled.cancel()
     assert board_state(cancelled) == "failed"
+
+
+async def test_warm_up_computes_the_panels_of_the_most_recently_active_studies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The board's experiment panel, with its defaults, for the most recently active
+    experiment and engine pairs (at most ``WARM_PANELS``); a panel that fails is skipped."""
+    store = ChdbStore(tmp_path / "ch", read_lanes=1)
+    asked: list[dict] = []
+
+    async def record(_store: object, panel: compute.Panel) -> dict:
+        asked.append(dict(panel.params))
+        if panel.get("engine") == "google" and panel.get("experiment_id") == "mid":
+            raise compute.PanelFailed("refused")
+        return {}
+
+    monkeypatch.setattr(compute, "compute", record)
+    monkeypatch.setattr(compute, "WARM_PANELS", 3)
+    try:
+        await migrate(store)
+        values = ", ".join(
+            f"('{e}', '{g}', 'i-{e}', 'control', 5, 1, 0, 0, 0, 1, 1, [1,0,0,0,0,0,0,0,0,0], 0, 0, 0, 0, "
+            f"toDateTime('{day} 12:00:00', 'UTC'), toDateTime('{day} 12:00:00', 'UTC'), now64(6))"
+            for e, g, day in (
+                ("old", "google", "2026-01-02"),
+                ("new", "google", "2026-03-01"),
+                ("new", "bing", "2026-02-01"),
+                ("mid", "google", "2026-02-15"),
+            )
+        )
+        await store.execute(f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS}) VALUES {values}")
+        assert await compute._warm_panels(store) == 2
+    finally:
+        await store.close()
+    defaults = {"ranks": compute.FIGURE3_RANKS, "intervals": "sequential"}
+    assert asked == [
+        {"experiment_id": "new", "engine": "bing", **defaults},
+        {"experiment_id": "new", "engine": "google", **defaults},
+        {"experiment_id": "mid", "engine": "google", **defaults},
+    ]
