@@ -136,14 +136,13 @@ class ReportQuery:
             f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
         )
 
-    def per_install_keys_sql(self, seed: int, ranks: int = MAX_RANKS, elements: bool = False) -> str:
+    def per_install_keys_sql(self, seed: int, elements: bool = False) -> str:
         """``per_install_sql`` with each install as its bootstrap key under ``seed`` (computed
         by ClickHouse), for the columnar path (``Store.query_arrow``; ``report_arrays``
-        reads it): the units and the clicks on c_1..c_10 as one array (``ranks`` is kept
-        for the callers; the reader takes the first ``ranks``). With ``elements``, also the
-        clicks on ads, boxes, SSRs and other elements as e2..e5 (``ELEMENTS`` order; organic
-        clicks, e1, are the sum of the array), so Figure 3 and the element shares come from
-        one pass.
+        reads it): the units and the clicks on c_1..c_10 as one array (the reader takes the
+        ranks it needs). With ``elements``, also the clicks on ads, boxes, SSRs and other
+        elements as e2..e5 (``ELEMENTS`` order; organic clicks, e1, are the sum of the
+        array), so Figure 3 and the element shares come from one pass.
 
         The rows may repeat an (install key, arm): every reader sums them per install and
         arm (``figure3_arrays``' bincounts, ``report_arrays``' sort by key). So the
@@ -154,7 +153,6 @@ class ReportQuery:
         (days, slices) hold many rows per pair and are grouped by the key (a UInt64, not
         the id string). The bootstrap knows an install only by its key, so two ids of one
         key (odds ~1e-10 at 100k installs) were one cluster already."""
-        del ranks
         if self.unit_mode not in UNIT_COLUMNS:
             raise ValueError(f"unit mode must be one of {sorted(UNIT_COLUMNS)}")
         unit = UNIT_COLUMNS[self.unit_mode]
@@ -463,8 +461,8 @@ async def run_experiment_report(
     )
     try:
         per_install, box, drops = await asyncio.gather(
-            store.query_arrow(query.per_install_keys_sql(seed, ranks, elements=True)),
-            store.query_arrow(box_query.per_install_keys_sql(seed, BOX_RANKS)),
+            store.query_arrow(query.per_install_keys_sql(seed, elements=True)),
+            store.query_arrow(box_query.per_install_keys_sql(seed)),
             store.query(query.drops_sql(), read_only=True),
         )
     except BaseException:
