@@ -47,6 +47,7 @@ from tests.helpers import Service, wait_for
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.timing,
     pytest.mark.skipif(chromium_binary() is None, reason="no Chromium (apt-get install chromium)"),
 ]
 STUDY, ROUNDS = "browser-crawl", 20

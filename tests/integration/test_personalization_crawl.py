@@ -29,7 +29,7 @@ from tests.fakes.serp_study import PROFILES_5 as PROFILES
 from tests.fakes.serp_study import study_file
 from tests.helpers import Service, wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timing]
 STUDY, ROUNDS = "pers-crawl", 300
 
 
