@@ -327,6 +327,8 @@ WARM_INSTALLS = 1_000_000
 """At most this many installs get their bootstrap weights computed at start (the cache's size)."""
 FIGURE3_RANKS = 6
 """The board's experiment panel shows Figure 3 for this many positions unless asked otherwise."""
+BOARD_INTERVALS = "sequential"
+"""The board's intervals unless asked otherwise: it is watched, so they must hold at every look."""
 WARM_PANELS = 3
 """The experiment panels (experiment x engine, most recently active first) computed at start."""
 
@@ -343,11 +345,19 @@ def warm_up() -> int:
     try:
         warmed = loop.run_until_complete(_warm(_CHILD["store"]))
         panels = loop.run_until_complete(_warm_panels(_CHILD["store"]))
-    except (StoreError, StoreUnavailable) as exc:
+    except (StoreError, StoreUnavailable, PanelFailed) as exc:
         log.info("compute process: nothing warmed (%s)", str(exc)[:200])
         return 0
     log.info("compute process: bootstrap weights of %d installs and %d panels ready", warmed, panels)
     return warmed
+
+
+def experiment_panel(
+    experiment_id: str, engine: str, ranks: int = FIGURE3_RANKS, intervals: str = BOARD_INTERVALS
+) -> Panel:
+    """The board's experiment panel, named alike by its route and by the warm-up."""
+    params = {"experiment_id": experiment_id, "engine": engine, "ranks": ranks, "intervals": intervals}
+    return Panel("experiment", tuple(params.items()))
 
 
 async def _warm_panels(store: Store) -> int:
@@ -358,14 +368,8 @@ async def _warm_panels(store: Store) -> int:
     pairs = [(str(r["experiment_id"]), str(g)) for r in recent for g in r["engines"]][:WARM_PANELS]
     done = 0
     for experiment_id, engine in pairs:
-        params = (
-            ("experiment_id", experiment_id),
-            ("engine", engine),
-            ("ranks", FIGURE3_RANKS),
-            ("intervals", "sequential"),
-        )
         try:
-            await compute(store, Panel("experiment", params))
+            await compute(store, experiment_panel(experiment_id, engine))
         except PanelFailed as exc:
             log.warning("compute process: panel of %s/%s not warmed: %s", experiment_id, engine, exc)
             continue

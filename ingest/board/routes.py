@@ -79,7 +79,7 @@ async def _answer(request: web.Request, panel: Panel) -> web.Response:
 def _intervals_param(request: web.Request) -> str:
     """sequential (default: a board is watched, so its intervals must hold at every look) or
     bootstrap (the one-look interval of ``report experiment``)."""
-    value = request.query.get("intervals", "sequential")
+    value = request.query.get("intervals", compute.BOARD_INTERVALS)
     if value not in ("sequential", "bootstrap"):
         raise problem(400, "bad_request", "intervals must be sequential or bootstrap")
     return value
@@ -125,13 +125,13 @@ async def index(request: web.Request) -> web.Response:
 async def experiment(request: web.Request) -> web.Response:
     """Figure 3 with CIs and gaps, element shares, the box subset, SRM and the drops."""
     authorize(request, "read")
-    params = (
-        ("experiment_id", request.match_info["experiment_id"]),
-        ("engine", request.query.get("engine", "google")),
-        ("ranks", _int_param(request, "ranks", FIGURE3_RANKS, 1, 10)),
-        ("intervals", _intervals_param(request)),
+    panel = compute.experiment_panel(
+        request.match_info["experiment_id"],
+        request.query.get("engine", "google"),
+        _int_param(request, "ranks", FIGURE3_RANKS, 1, 10),
+        _intervals_param(request),
     )
-    return await _answer(request, Panel("experiment", params))
+    return await _answer(request, panel)
 
 
 async def autocomplete(request: web.Request) -> web.Response:
