@@ -114,6 +114,13 @@ TARGETS = [
 """A target population for the reweighted report (an adult population's age mix)."""
 
 
+def write_targets(path: Path) -> Path:
+    """``TARGETS`` as a target file (``docs/reweighting.md``), for the board."""
+    rows = "".join(f"{t['dimension']},{t['bin']},{t['share']}\n" for t in TARGETS)
+    path.write_text("dimension,bin,share\n" + rows)
+    return path
+
+
 def write_profiles(path: Path, installs: int) -> Path:
     """The panel's questionnaire answers (install_profile events): a skew toward the young,
     one in ten declined."""
@@ -306,6 +313,9 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     os.environ["AUDITSTREAM_IMPORT_MAX_BODY_BYTES"] = str(256 * 1024 * 1024)
+    # the board reweights to the same population as the reweighted report, as an operator
+    # who configured a target file has it: its experiment panel carries both estimates
+    os.environ["AUDITSTREAM_TARGETS_FILE"] = str(write_targets(tmp / "targets.csv"))
     proc = start_service(tmp, port, 1)
     results: list[dict[str, Any]] = []
     baseline = None
