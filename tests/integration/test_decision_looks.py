@@ -4,6 +4,8 @@ stored, and equal a recount from the raw events; writing past days again forgets
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from tests.integration.test_import import run_import
 
 pytestmark = pytest.mark.integration
 
+ROOT = Path(__file__).resolve().parents[2]
 EXP = "looked-at"
 START = datetime(2026, 10, 1, tzinfo=UTC)
 DAYS = 6
@@ -127,3 +130,35 @@ def test_complete_days_are_looked_at_once_and_equal_a_recount(service: Service, 
         f"SELECT DISTINCT selection FROM agg_arrangement_looks WHERE experiment_id = '{EXP}'"
     )
     assert stored_selections and all("n_candidates" not in r["selection"] for r in stored_selections)
+
+
+def test_looks_extend_day_by_day_from_their_stored_totals() -> None:
+    """Each new complete day's look is the stored totals plus that day's slices, and equals
+    one pass over every day; a forget or lost totals start over from the first day, a
+    calendar month per pass (tests/integration/looks_chdb.py)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.integration.looks_chdb", "8000"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = orjson.loads(done.stdout.strip().splitlines()[-1])
+    assert out["reference_days"] == 11 and len(out["arms"]) == 5
+    assert out["totals_equal"] and out["totals_rows"] > 100  # the totals = the days summed by hand
+    steps = out["steps"]
+    for name, step in steps.items():
+        assert step["equal"] and step["decisions_equal"], name
+        assert step["totals_through"] == [step["through"]], name  # only the latest totals are kept
+    # reads: "since..until(exclusive)", "+ totals" when the stored totals were read with them
+    assert steps["first three days"]["reads"][0] == "2026-08-26..2026-08-29"
+    assert steps["one more day"]["reads"][0] == "2026-08-29..2026-08-30 + totals"  # one day only
+    assert steps["across the month's end"]["reads"][:2] == [
+        "2026-08-30..2026-09-01 + totals",
+        "2026-09-01..2026-09-03 + totals",
+    ]
+    assert steps["every day"]["reads"] == ["2026-09-03..2026-09-06 + totals"]
+    for name in ("after a forget from Aug 30", "after the totals were lost", "from scratch"):
+        assert steps[name]["reads"] == ["2026-08-26..2026-09-01", "2026-09-01..2026-09-06 + totals"], name

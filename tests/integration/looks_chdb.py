@@ -1,0 +1,165 @@
+"""The decision line's stored looks extended day by day from their stored totals, on a fresh
+chDB in a process of its own (chDB allows one session per process; run by
+test_decision_looks.py as ``python -m``).
+
+A study over two calendar months is stored and recomputed as a bulk import does. Its
+looks are then stored as the days complete, a few days at a time and across the month's
+end, after a forget from a day on, after the totals were lost, and from scratch; each
+time they are compared with one pass over every day (``compute_looks``). Prints JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+import re
+import sys
+import tempfile
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from analytics.reports import decisions
+from analytics.reports.experiment import ReportQuery
+from analytics.stats.arrangement_table import Look, first_exclusions
+from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from core.store.chdb_store import ChdbStore
+from schemas.migrate import migrate
+from schemas.sql import quote
+from streams.bulk_import import BulkImporter, Span
+
+EXP = "looks"
+START = datetime(2026, 8, 26, 5, tzinfo=UTC)
+DAYS = 10
+"""Aug 26 .. Sep 4: the study crosses a month's end (the slices' partitions)."""
+
+
+def as_stored(looks: list[Look], through: date) -> list[list[Any]]:
+    """Looks as the table keeps them up to ``through`` (a NaN bound is stored as 0)."""
+
+    def value(x: float) -> float:
+        return 0.0 if math.isnan(x) else x
+
+    return [
+        [decisions._day(x.look).isoformat(), x.arm, x.installs, value(x.low), value(x.high)]
+        for x in sorted(looks, key=lambda x: (x.look, x.arm))
+        if decisions._day(x.look) <= through
+    ]
+
+
+def same(got: list[list[Any]], want: list[list[Any]]) -> bool:
+    """The same looks: days, arms and installs exactly, bounds to 1e-12 (the arms may come
+    in another order from another set of rows, which moves the last bit of a sum)."""
+    return len(got) == len(want) and all(
+        a[:3] == b[:3] and all(math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-15) for x, y in zip(a[3:], b[3:]))  # noqa: B905
+        for a, b in zip(got, want, strict=True)
+    )
+
+
+class CountingStore(ChdbStore):
+    """A chDB store that notes which days each read of the slices covered, and whether it
+    read stored totals with them."""
+
+    reads: list[str]
+
+    async def query_arrow(self, sql: str) -> Any:
+        if "agg_arrangement_10s" in sql:
+            days = re.findall(r"slice_start (?:>=|<) toDateTime\('(\d{4}-\d{2}-\d{2})", sql)
+            self.reads.append("..".join(days) + (" + totals" if decisions.TOTALS in sql else ""))
+        return await super().query_arrow(sql)
+
+
+def completing(day: date) -> float:
+    """A moment at which ``day`` is complete (over for longer than the grace) and the next is not."""
+    return decisions._start(day + timedelta(days=1)) + decisions.GRACE_S + 1
+
+
+async def run(path: Path, events: int) -> dict[str, Any]:
+    store = CountingStore(path)
+    store.reads = []
+    out: dict[str, Any] = {"steps": {}}
+    try:
+        await migrate(store)
+        config = TrafficConfig(experiment_id=EXP, seed=41, installs=80, today=START.date())
+        lines = []
+        for i, event in enumerate(itertools.islice(ExtensionTraffic(config).events(), events)):
+            moment = START + timedelta(seconds=i * DAYS * 86400 // events)
+            event["received_at"] = moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+            lines.append(orjson.dumps(event))
+        await store.insert_json_rows("raw_extension_events", b"\n".join(lines))
+        importer = BulkImporter(store)
+        first_day = int(START.timestamp()) // 86400 * 86400
+        for day in range(DAYS + 1):
+            await importer.recompute_day(Span(EXP, "google", first_day + day * 86400))
+        await importer.recompute_installs(EXP, "google")
+
+        query = ReportQuery(EXP, burn_in_days=0)
+        selection = decisions.selection_key(query, 0, "control")
+        reference = await decisions.compute_looks(store, query, 0, "control")
+        last = START.date() + timedelta(days=DAYS)
+        out["arms"] = sorted({x.arm for x in reference})
+        out["reference_days"] = len({x.look for x in reference})
+        found = first_exclusions(reference, [a for a in out["arms"]])
+        want = {arm: None if day is None else decisions._day(day).isoformat() for arm, day in found.items()}
+        out["decided"] = want
+
+        async def step(name: str, through: date) -> None:
+            store.reads.clear()
+            decided = await decisions.decision_days(store, query, now=completing(through))
+            reads = list(store.reads)
+            looks, stored_through = await decisions.stored_looks(store, query, selection)
+            totals = await store.query(
+                f"SELECT DISTINCT toString(through) FROM {decisions.TOTALS} "
+                f"WHERE selection = {quote(selection)}"
+            )
+            out["steps"][name] = {
+                "through": str(stored_through),
+                "equal": same(as_stored(looks, through), as_stored(reference, through)),
+                "looks": len(looks),
+                "decisions_equal": decided == want,
+                "reads": reads,
+                "totals_through": sorted(r[0] for r in totals.rows),
+            }
+
+        await step("first three days", START.date() + timedelta(days=2))
+        await step("one more day", START.date() + timedelta(days=3))
+        await step("across the month's end", date(2026, 9, 2))
+        await step("every day", last)
+        await decisions.forget_looks(store, EXP, "google", date(2026, 8, 30))
+        await step("after a forget from Aug 30", last)
+        await decisions.forget_looks(store, EXP, "google", date(2026, 9, 3))
+        await store.execute(f"DELETE FROM {decisions.TOTALS} WHERE 1")
+        await step("after the totals were lost", last)
+        await decisions.forget_looks(store, EXP, "google")
+        await step("from scratch", last)
+
+        # the totals equal the per-install counts of every day, summed by hand in Python
+        days = await store.query_arrow(query.windows_keys_sql(decisions.DAY_S, 0, ranks=1))
+        by_hand: dict[tuple[int, str], list[float]] = {}
+        for row in days.to_pylist():
+            sums = by_hand.setdefault((row["install_key"], row["arm"]), [0.0, 0.0])
+            sums[0] += row["n_units"]
+            sums[1] += row["c1"]
+        stored_totals = await store.query_arrow(
+            f"SELECT install_key, toString(arm) AS arm, n_units, c1 FROM {decisions.TOTALS} WHERE arm != ''"
+        )
+        kept = {(r["install_key"], r["arm"]): [r["n_units"], r["c1"]] for r in stored_totals.to_pylist()}
+        out["totals_equal"] = kept == by_hand
+        out["totals_rows"] = len(kept)
+    finally:
+        await store.close()
+    return out
+
+
+def main() -> None:
+    events = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
+    with tempfile.TemporaryDirectory() as path:
+        print(json.dumps(asyncio.run(run(Path(path) / "chdb", events))))
+
+
+if __name__ == "__main__":
+    main()
