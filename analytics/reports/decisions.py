@@ -48,6 +48,9 @@ GRACE_S = 3600
 midnight that the worker stores a little late still count in it."""
 TABLE = "agg_arrangement_looks"
 TOTALS = "agg_arrangement_look_totals"
+KEEP_TOTALS_DAYS = 3
+"""Totals older than the newest by more than this are dropped. Not at once: a report and
+the board extending one selection together must still find the totals they started from."""
 
 
 def selection_key(query: ReportQuery, seed: int, baseline: str) -> str:
@@ -147,14 +150,14 @@ def _totals_sql(query: ReportQuery, selection: str, through: date) -> str:
     """The stored totals through ``through`` as rows of ``_days_sql`` dated that day."""
     return (
         "SELECT toUInt32(toDateTime(through, 'UTC')) AS window_start, install_key, arm, n_units, c1 "
-        f"FROM {TOTALS} WHERE {_where(query, selection)} AND through = {quote(through.isoformat())} "
-        "AND arm != ''"
+        f"FROM {TOTALS} FINAL WHERE {_where(query, selection)} "
+        f"AND through = {quote(through.isoformat())} AND arm != ''"
     )
 
 
 async def _has_totals(store: Store, query: ReportQuery, selection: str, through: date) -> bool:
     result = await store.query(
-        f"SELECT count() FROM {TOTALS} WHERE {_where(query, selection)} "
+        f"SELECT count() FROM {TOTALS} FINAL WHERE {_where(query, selection)} "
         f"AND through = {quote(through.isoformat())} AND arm = ''",
         read_only=True,
     )
@@ -197,9 +200,8 @@ async def extend_looks(
         new = [x for x in found if start <= _day(x.look) <= end]
         await _store_totals(store, query, selection, rows, end)
         await store_looks(store, query, selection, new, end)
-        await store.execute(
-            f"DELETE FROM {TOTALS} WHERE {_where(query, selection)} AND through < {quote(end.isoformat())}"
-        )
+        oldest = quote((end - timedelta(days=KEEP_TOTALS_DAYS)).isoformat())
+        await store.execute(f"DELETE FROM {TOTALS} WHERE {_where(query, selection)} AND through < {oldest}")
         looks, through = looks + new, end
     return looks
 

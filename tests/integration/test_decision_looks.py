@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +151,10 @@ def test_looks_extend_day_by_day_from_their_stored_totals() -> None:
     steps = out["steps"]
     for name, step in steps.items():
         assert step["equal"] and step["decisions_equal"], name
-        assert step["totals_through"] == [step["through"]], name  # only the latest totals are kept
+        # the latest totals, and those of the last three days before them
+        assert step["totals_through"][-1] == step["through"], name
+        oldest = date.fromisoformat(step["through"]) - timedelta(days=3)
+        assert date.fromisoformat(step["totals_through"][0]) >= oldest, name
     # reads: "since..until(exclusive)", "+ totals" when the stored totals were read with them
     assert steps["first three days"]["reads"][0] == "2026-08-26..2026-08-29"
     assert steps["one more day"]["reads"][0] == "2026-08-29..2026-08-30 + totals"  # one day only

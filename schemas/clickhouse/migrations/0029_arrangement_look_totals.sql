@@ -3,9 +3,12 @@
 -- and arm, summed over every day up to and including `through`). A new complete day's look
 -- is these totals plus that day's counts, so storing it reads one day of slices instead of
 -- every day of the study (33 s at 50M events, and growing with the study). Written before
--- the looks they go with, kept only for the latest `through` of a selection, and forgotten
--- with the looks (analytics/reports/decisions.py). The row with arm = '' marks the
--- `through` the totals were written for (a selection may have no installs yet).
+-- the looks they go with, kept for the latest `through` of a selection and the 3 days
+-- before it (KEEP_TOTALS_DAYS), and forgotten with the looks
+-- (analytics/reports/decisions.py). The row with arm = '' marks the
+-- `through` the totals were written for (a selection may have no installs yet). Two
+-- writers of one day's totals (a report and the board at once) write the same rows, so
+-- the table replaces them and is read with FINAL.
 
 CREATE TABLE IF NOT EXISTS agg_arrangement_look_totals
 (
@@ -19,5 +22,5 @@ CREATE TABLE IF NOT EXISTS agg_arrangement_look_totals
     c1            Float64,
     computed_at   DateTime64(6, 'UTC')
 )
-ENGINE = MergeTree
+ENGINE = ReplacingMergeTree(computed_at)
 ORDER BY (experiment_id, engine, selection, through, install_key, arm);
