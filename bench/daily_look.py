@@ -31,10 +31,10 @@ from schemas.migrate import migrate
 
 
 def same_look(a: Look, b: Look) -> bool:
-    """One look as stored (a NaN bound is kept as 0) and as computed, to 1e-12."""
+    """One look as stored and as computed, bounds to 1e-12 (NaN equals NaN)."""
 
     def close(x: float, y: float) -> bool:
-        return math.isclose(x, 0.0 if math.isnan(y) else y, rel_tol=1e-12, abs_tol=1e-15)
+        return math.isnan(x) == math.isnan(y) and (math.isnan(x) or math.isclose(x, y, rel_tol=1e-12))
 
     return (
         (a.look, a.arm, a.installs) == (b.look, b.arm, b.installs)

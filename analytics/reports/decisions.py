@@ -234,8 +234,9 @@ async def store_looks(
                 "look_day": _day(day).isoformat(),
                 "arm": arm,
                 "installs": installs,
-                "delta_low": None if np.isnan(low) else low,
-                "delta_high": None if np.isnan(high) else high,
+                # NaN (a sequence not defined yet) as ClickHouse reads it: JSON null would be 0
+                "delta_low": "nan" if np.isnan(low) else low,
+                "delta_high": "nan" if np.isnan(high) else high,
                 "computed_at": stamp,
             }
         )

@@ -148,6 +148,8 @@ def test_looks_extend_day_by_day_from_their_stored_totals() -> None:
     out = orjson.loads(done.stdout.strip().splitlines()[-1])
     assert out["reference_days"] == 11 and len(out["arms"]) == 5
     assert out["totals_equal"] and out["totals_rows"] > 100  # the totals = the days summed by hand
+    nan = out["nan_looks"]  # an undefined sequence is stored as NaN, not as a [0, 0] interval
+    assert nan["stored"] == nan["reference"] > 0 and nan["zero_stored"] == nan["zero_reference"]
     steps = out["steps"]
     for name, step in steps.items():
         assert step["equal"] and step["decisions_equal"], name
