@@ -17,6 +17,7 @@ import math
 import re
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -70,12 +71,18 @@ class CountingStore(ChdbStore):
     read stored totals with them."""
 
     reads: list[str]
+    after_read: Callable[[], Awaitable[None]] | None = None
+    """Run once, right after the next read of the slices (a forget landing mid-extension)."""
 
     async def query_arrow(self, sql: str) -> Any:
+        table = await super().query_arrow(sql)
         if "agg_arrangement_10s" in sql:
             days = re.findall(r"slice_start (?:>=|<) toDateTime\('(\d{4}-\d{2}-\d{2})", sql)
             self.reads.append("..".join(days) + (" + totals" if decisions.TOTALS in sql else ""))
-        return await super().query_arrow(sql)
+            hook, self.after_read = self.after_read, None
+            if hook is not None:
+                await hook()
+        return table
 
 
 def completing(day: date) -> float:
@@ -133,6 +140,24 @@ async def run(path: Path, events: int) -> dict[str, Any]:
         await step("first three days", START.date() + timedelta(days=2))
         await step("one more day", START.date() + timedelta(days=3))
         await step("across the month's end", date(2026, 9, 2))
+
+        # a replay rewrites Aug 31 while the looks are being extended to Sep 4: the forget
+        # lands after the read, and the extension must not keep what it read
+        async def forget_aug_31() -> None:
+            await decisions.forget_looks(store, EXP, "google", date(2026, 8, 31))
+
+        store.after_read = forget_aug_31
+        await decisions.stored_through(store, query, now=completing(date(2026, 9, 4)))
+        looks, stored_through = await decisions.stored_looks(store, query, selection)
+        totals = await store.query(
+            f"SELECT count() FROM {decisions.TOTALS} FINAL WHERE selection = {quote(selection)} "
+            "AND through >= '2026-08-31'"
+        )
+        out["forget_during_extension"] = {
+            "through": str(stored_through),
+            "last_look": decisions._day(max(x.look for x in looks)).isoformat() if looks else None,
+            "totals_from_aug_31": int(totals.rows[0][0]),
+        }
         await step("every day", last)
         await decisions.forget_looks(store, EXP, "google", date(2026, 8, 30))
         await step("after a forget from Aug 30", last)

@@ -164,6 +164,14 @@ def test_looks_extend_day_by_day_from_their_stored_totals() -> None:
         "2026-08-30..2026-09-01 + totals",
         "2026-09-01..2026-09-03 + totals",
     ]
-    assert steps["every day"]["reads"] == ["2026-09-03..2026-09-06 + totals"]
-    for name in ("after a forget from Aug 30", "after the totals were lost", "from scratch"):
-        assert steps[name]["reads"] == ["2026-08-26..2026-09-01", "2026-09-01..2026-09-06 + totals"], name
+    scratch = ["2026-08-26..2026-09-01", "2026-09-01..2026-09-06 + totals"]  # a month per pass
+    # a forget landed after the extension's read: it was done again, and nothing from its
+    # day on was kept; the next call stored every day from scratch
+    during = out["forget_during_extension"]
+    assert during["last_look"] <= "2026-08-30" and during["totals_from_aug_31"] == 0
+    # a forget took the totals of the looks it kept: the read finds no marker and starts over
+    assert steps["every day"]["reads"] == ["2026-08-31..2026-09-01 + totals", *scratch]
+    assert steps["after a forget from Aug 30"]["reads"] == ["2026-08-30..2026-09-01 + totals", *scratch]
+    assert steps["after the totals were lost"]["reads"] == ["2026-09-03..2026-09-06 + totals", *scratch]
+    assert steps["from scratch"]["reads"] == scratch
+    assert any(day is not None for day in out["decided"].values())  # a decision to get right
