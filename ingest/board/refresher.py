@@ -52,9 +52,12 @@ class BoardRefresher:
         keep_s: float = 60.0,
         max_panels: int = 256,
         clock: Callable[[], float] = time.monotonic,
+        slower: dict[str, float] | None = None,
     ) -> None:
         self.compute = compute
         self.interval_s = interval_s
+        self.slower = slower or {}
+        """Panel kinds refreshed less often than ``interval_s``: their seconds between refreshes."""
         self.keep_s = keep_s
         self.max_panels = max_panels
         self.clock = clock
@@ -96,7 +99,7 @@ class BoardRefresher:
             self._drop_unwanted()
             started = self.clock()
             for panel, entry in list(self._entries.items()):
-                fresh = started - entry.computed_at < self.interval_s
+                fresh = started - entry.computed_at < self.slower.get(panel.kind, self.interval_s)
                 if not fresh:
                     await self._refresh(panel, entry)
             # sleep out the interval (and at least as long as the round took, so refreshing

@@ -351,3 +351,33 @@ async def test_refresher_forgets_panels_nobody_looks_at() -> None:
     await until(lambda: Panel("index") not in refresher._entries)
     assert Panel("index") not in refresher._entries and Panel("alerts") in refresher._entries
     await refresher.close()
+
+
+async def test_refresher_refreshes_the_index_less_often() -> None:
+    """The list of studies is refreshed every ``slower`` seconds, the other panels every
+    interval."""
+    from ingest.board.compute import Panel
+    from ingest.board.refresher import BoardRefresher
+
+    now = [0.0]
+    computed: list[str] = []
+
+    async def compute(panel: Panel) -> str:
+        computed.append(panel.kind)
+        return panel.kind
+
+    refresher = BoardRefresher(
+        compute, interval_s=0.01, keep_s=100, clock=lambda: now[0], slower={"index": 10.0}
+    )
+    assert await refresher.get(Panel("index")) == "index"
+    assert await refresher.get(Panel("alerts")) == "alerts"
+    for moment in (3.0, 6.0, 9.0):
+        now[0] = moment
+        seen = computed.count("alerts")
+        await until(lambda seen=seen: computed.count("alerts") > seen)
+        assert await refresher.get(Panel("index")) == "index"
+    assert computed.count("index") == 1  # 9 s after its first computation: not yet
+    now[0] = 10.5
+    await until(lambda: computed.count("index") == 2)
+    assert computed.count("index") == 2
+    await refresher.close()
