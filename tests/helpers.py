@@ -253,3 +253,19 @@ def report_json(svc: Service, experiment: str, *args: str) -> dict[str, Any]:
     )
     assert result.exit_code == 0, result.output
     return dict(orjson.loads(result.stdout))
+
+
+def run_own_process(module: str, *args: str, timeout: float = 240) -> dict[str, Any]:
+    """``python -m module args`` from the checkout, in a process of its own (chDB allows one
+    session per process), and the JSON of its last line of output."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out: dict[str, Any] = orjson.loads(done.stdout.strip().splitlines()[-1])
+    return out

@@ -10,27 +10,21 @@ hourly timeline equals the one from the 10-second slices for several queries.
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import json
 import math
-import sys
-import tempfile
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from analytics.reports.experiment import ReportQuery
 from analytics.reports.timeline import _timeline_from_slices, reads_hourly, run_timeline
 from analytics.stats.arrangement_table import ArmRow
-from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from collectors.simulate.extension_traffic import TrafficConfig
 from core.store.chdb_store import ChdbStore
 from schemas.migrate import migrate
 from schemas.sql import load_migrations
-from streams.bulk_import import BulkImporter, Span
+from streams.bulk_import import BulkImporter
 from streams.recompute.arrangement_hourly import recompute_hours
+from tests.integration.chdb_study import print_run, store_study
 
 EXP = "hourly"
 START = datetime(2026, 10, 1, 7, 30, tzinfo=UTC)
@@ -79,19 +73,9 @@ async def run(path: Path, events: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         await migrate(store)
-        traffic = ExtensionTraffic(TrafficConfig(experiment_id=EXP, seed=29, installs=60))
-        lines = []
-        for i, event in enumerate(itertools.islice(traffic.events(), events)):
-            moment = START + timedelta(seconds=i * DAYS * 86400 // events)
-            event["received_at"] = moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-            lines.append(orjson.dumps(event))
-        await store.insert_json_rows("raw_extension_events", b"\n".join(lines))
+        config = TrafficConfig(experiment_id=EXP, seed=29, installs=60)
+        await store_study(store, config, START, DAYS, events, engines=("google", "bing"))
         importer = BulkImporter(store)
-        first_day = int(START.timestamp()) // 86400 * 86400
-        for engine in ("google", "bing"):
-            for day in range(DAYS + 1):
-                await importer.recompute_day(Span(EXP, engine, first_day + day * 86400))
-            await importer.recompute_installs(EXP, engine)
         table = "agg_arrangement_replicates_1h"
         out["rows"] = int((await store.query(f"SELECT count() FROM {table} FINAL")).rows[0][0])
         out["hours"] = int((await store.query(f"SELECT uniqExact(hour_start) FROM {table} FINAL")).rows[0][0])
@@ -145,11 +129,5 @@ async def run(path: Path, events: int) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    events = int(sys.argv[1]) if len(sys.argv) > 1 else 6000
-    with tempfile.TemporaryDirectory() as path:
-        print(json.dumps(asyncio.run(run(Path(path) / "chdb", events))))
-
-
 if __name__ == "__main__":
-    main()
+    print_run(run, 6000)

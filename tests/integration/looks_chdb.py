@@ -10,28 +10,21 @@ time they are compared with one pass over every day (``compute_looks``). Prints 
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import json
 import math
 import re
-import sys
-import tempfile
 from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from analytics.reports import decisions
 from analytics.reports.experiment import ReportQuery
 from analytics.stats.arrangement_table import Look, first_exclusions
-from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from collectors.simulate.extension_traffic import TrafficConfig
 from core.store.chdb_store import ChdbStore
 from schemas.migrate import migrate
 from schemas.sql import quote
-from streams.bulk_import import BulkImporter, Span
+from tests.integration.chdb_study import print_run, store_study
 
 EXP = "looks"
 START = datetime(2026, 8, 26, 5, tzinfo=UTC)
@@ -97,17 +90,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
     try:
         await migrate(store)
         config = TrafficConfig(experiment_id=EXP, seed=41, installs=80, today=START.date())
-        lines = []
-        for i, event in enumerate(itertools.islice(ExtensionTraffic(config).events(), events)):
-            moment = START + timedelta(seconds=i * DAYS * 86400 // events)
-            event["received_at"] = moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-            lines.append(orjson.dumps(event))
-        await store.insert_json_rows("raw_extension_events", b"\n".join(lines))
-        importer = BulkImporter(store)
-        first_day = int(START.timestamp()) // 86400 * 86400
-        for day in range(DAYS + 1):
-            await importer.recompute_day(Span(EXP, "google", first_day + day * 86400))
-        await importer.recompute_installs(EXP, "google")
+        await store_study(store, config, START, DAYS, events)
 
         query = ReportQuery(EXP, burn_in_days=0)
         selection = decisions.selection_key(query, 0, "control")
@@ -202,11 +185,5 @@ async def run(path: Path, events: int) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    events = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
-    with tempfile.TemporaryDirectory() as path:
-        print(json.dumps(asyncio.run(run(Path(path) / "chdb", events))))
-
-
 if __name__ == "__main__":
-    main()
+    print_run(run, 8000)

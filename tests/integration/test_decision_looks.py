@@ -4,8 +4,6 @@ stored, and equal a recount from the raw events; writing past days again forgets
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,12 +14,11 @@ import pytest
 
 from analytics.stats import sequential
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from tests.helpers import Service, report_json
+from tests.helpers import Service, report_json, run_own_process
 from tests.integration.test_import import run_import
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 EXP = "looked-at"
 START = datetime(2026, 10, 1, tzinfo=UTC)
 DAYS = 6
@@ -136,16 +133,7 @@ def test_looks_extend_day_by_day_from_their_stored_totals() -> None:
     """Each new complete day's look is the stored totals plus that day's slices, and equals
     one pass over every day; a forget or lost totals start over from the first day, a
     calendar month per pass (tests/integration/looks_chdb.py)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.integration.looks_chdb", "8000"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = orjson.loads(done.stdout.strip().splitlines()[-1])
+    out = run_own_process("tests.integration.looks_chdb", "8000")
     assert out["reference_days"] == 11 and len(out["arms"]) == 5
     assert out["totals_equal"] and out["totals_rows"] > 100  # the totals = the days summed by hand
     nan = out["nan_looks"]  # an undefined sequence is stored as NaN, not as a [0, 0] interval

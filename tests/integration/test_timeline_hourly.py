@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import subprocess
-import sys
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -23,26 +20,15 @@ from analytics.reports.timeline import _timeline_from_slices, reads_hourly, run_
 from auditstream.cli import app
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from core.store.base import QueryLimits, QueryResult, Store
-from tests.helpers import Service, http, post_study
+from tests.helpers import Service, http, post_study, run_own_process
 from tests.integration.test_end_to_end import assert_hourly_replicates_exact
 from tests.test_streams.test_arrangement_hourly import exact
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def test_hourly_rows_and_timeline_on_a_fresh_chdb() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.integration.hourly_chdb", "6000"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = orjson.loads(done.stdout.strip().splitlines()[-1])
+    out = run_own_process("tests.integration.hourly_chdb", "6000")
     assert out["hours"] == 49 and out["rows"] > out["hours"]  # two days from 07:30: 49 hours
     assert out["backfill_differs"] == 0  # the migration's SQL weights = the worker's numpy ones
     assert out["recomputed_differs"] == 0  # a re-import, and the stream's hour-by-hour path
