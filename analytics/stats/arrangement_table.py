@@ -252,10 +252,7 @@ def bootstrap_bound_arrays(
         return {}
     stacked = np.concatenate(list(series.values()), axis=1)  # [replicate, statistic x position]
     alpha = (1 - level) / 2
-    if np.isnan(stacked).any():
-        lo, hi = finite_quantiles(stacked, (alpha, 1 - alpha))
-    else:
-        lo, hi = np.quantile(stacked, [alpha, 1 - alpha], axis=0)
+    lo, hi = finite_quantiles(stacked, (alpha, 1 - alpha))
     out = {}
     start = 0
     for key, values in series.items():
@@ -268,20 +265,26 @@ def bootstrap_bound_arrays(
 def finite_quantiles(values: np.ndarray, qs: Sequence[float]) -> np.ndarray:
     """``np.nanquantile(values, qs, axis=0)`` for [replicate, column]: each column's
     quantiles of its finite values (NaN where it has none, without a warning), every
-    column at once.
+    column at once; without NaNs, ``np.quantile``'s numbers exactly (tested).
 
     nanquantile takes a column at a time in Python when NaNs are present, and a timeline
     whose hours hold few units has NaN replicates in most columns (9.7 s for 30 days at 1M
-    events). Here the columns are sorted once (NaNs last) and each is interpolated at its
-    own count of finite values with numpy's own "linear" rule: the virtual index
-    (n - 1) q, its floor and the next, the last value above the range, and ``_lerp``'s
-    two-sided formula, so the numbers are numpy's exactly (tested)."""
-    ordered = np.sort(values, axis=0)
-    n = (~np.isnan(values)).sum(axis=0)
+    events). Here each column is sorted once as a contiguous row (NaNs last; 0.5 s against
+    np.quantile's 0.83 s for a 30-day hourly timeline's 136,800 columns, one core) and
+    interpolated at its own count of finite values with numpy's own "linear" rule: the
+    virtual index (n - 1) q, its floor and the next, the last value above the range, and
+    ``_lerp``'s two-sided formula."""
+    ordered = np.sort(values.T, axis=1)  # [column, replicate]
     columns = np.arange(values.shape[1])
     out = np.full((len(qs), values.shape[1]), np.nan)
+    if values.shape[0] and np.isnan(ordered[:, -1]).any():  # NaNs sort last: any is in the last place
+        n = (~np.isnan(ordered)).sum(axis=1)
+    else:
+        n = np.full(values.shape[1], values.shape[0])
     some = n > 0
-    n, columns, ordered = n[some], columns[some], ordered[:, some]
+    if not some.all():
+        n, columns, ordered = n[some], columns[some], ordered[some]
+    rows = np.arange(columns.size)
     for k, q in enumerate(qs):
         virtual = (n - 1) * q
         previous = np.floor(virtual)
@@ -289,8 +292,8 @@ def finite_quantiles(values: np.ndarray, qs: Sequence[float]) -> np.ndarray:
         top = virtual >= n - 1
         previous[top], following[top] = n[top] - 1, n[top] - 1
         gamma = virtual - np.where(top, -1.0, previous)  # as numpy's -1 index for the top
-        a = ordered[previous.astype(np.intp), np.arange(columns.size)]
-        b = ordered[following.astype(np.intp), np.arange(columns.size)]
+        a = ordered[rows, previous.astype(np.intp)]
+        b = ordered[rows, following.astype(np.intp)]
         diff = b - a
         value = a + diff * gamma
         upper = gamma >= 0.5
