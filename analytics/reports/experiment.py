@@ -459,12 +459,16 @@ async def run_experiment_report(
     raking = (
         asyncio.ensure_future(install_weights(store, query.experiment_id, seed, targets)) if targets else None
     )
+    # a report of the box subset is its own box table: its rows are read once
+    own_box = box_query == query
     try:
         per_install, box, drops = await asyncio.gather(
             store.query_arrow(query.per_install_keys_sql(seed, elements=True)),
-            store.query_arrow(box_query.per_install_keys_sql(seed)),
+            _nothing() if own_box else store.query_arrow(box_query.per_install_keys_sql(seed)),
             store.query(query.drops_sql(), read_only=True),
         )
+        if own_box:
+            box = per_install
     except BaseException:
         if raking is not None:
             raking.cancel()
@@ -479,7 +483,11 @@ async def run_experiment_report(
     weights = replicate_weights(
         np.concatenate(
             [np.zeros(0, np.uint64)]
-            + [t.column("install_key").to_numpy() for t in (per_install, box) if t.num_rows]
+            + [
+                t.column("install_key").to_numpy()
+                for t in {id(t): t for t in (per_install, box)}.values()
+                if t.num_rows
+            ]
         ),
         REPLICATES,
         seed,
@@ -520,6 +528,10 @@ async def run_experiment_report(
         unweighted=table(positions, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
     )
+
+
+async def _nothing() -> None:
+    return None
 
 
 def profiles_sql(experiment_id: str, seed: int) -> str:
