@@ -5,7 +5,10 @@ its first computation; from then on the task recomputes every panel someone aske
 the last ``keep_s`` seconds, one after the other, every ``interval_s`` seconds, and
 panels nobody asks for any more are dropped. Any number of open boards therefore cost
 one computation per panel per interval, and a slow computation delays the next refresh,
-never an answer. The computation itself runs wherever ``compute`` sends it; the ingest
+never an answer. A panel whose answer came out unchanged is refreshed at twice its last
+interval, up to ``quiet_s`` (a finished or quiet study then costs the store a few
+statements every ``quiet_s`` instead of every interval); a changed answer brings it back
+to its own interval. The computation itself runs wherever ``compute`` sends it; the ingest
 app gives it a separate process (``compute.in_child``), so the bootstrap never competes
 with the volunteers' requests for the ingest process's interpreter.
 """
@@ -40,6 +43,8 @@ class _Entry:
     wanted_at: float
     value: Any = None
     computed_at: float = -math.inf
+    interval_s: float = 0.0
+    """Seconds until its next refresh (longer while its answer does not change)."""
     error: BoardUnavailable | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -53,15 +58,20 @@ class BoardRefresher:
         max_panels: int = 256,
         clock: Callable[[], float] = time.monotonic,
         slower: dict[str, float] | None = None,
+        quiet_s: float | None = None,
     ) -> None:
         self.compute = compute
         self.interval_s = interval_s
         self.slower = slower or {}
         """Panel kinds refreshed less often than ``interval_s``: their seconds between refreshes."""
+        self.quiet_s = quiet_s
+        """The longest interval a panel whose answer does not change backs off to (None: no
+        backing off)."""
         self.keep_s = keep_s
         self.max_panels = max_panels
         self.clock = clock
         self.computations = 0
+        self.rounds = 0
         self._entries: dict[Panel, _Entry] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -73,13 +83,25 @@ class BoardRefresher:
         if entry is None:
             if len(self._entries) >= self.max_panels:
                 self._drop_unwanted(force=True)
-            entry = self._entries[panel] = _Entry(wanted_at=self.clock())
+            entry = self._entries[panel] = _Entry(wanted_at=self.clock(), interval_s=self._base(panel))
             self._wake.set()
         entry.wanted_at = self.clock()
         await entry.done.wait()
         if entry.computed_at == -math.inf and entry.error is not None:
             raise entry.error
         return entry.value
+
+    def _base(self, panel: Panel) -> float:
+        """The panel's own interval: its kind's in ``slower``, else ``interval_s``."""
+        return self.slower.get(panel.kind, self.interval_s)
+
+    def _next_interval(self, panel: Panel, entry: _Entry, unchanged: bool) -> float:
+        """Twice the last interval after an unchanged answer (up to ``quiet_s``), else the
+        panel's own."""
+        base = self._base(panel)
+        if not unchanged or self.quiet_s is None:
+            return base
+        return max(base, min(2 * entry.interval_s, self.quiet_s))
 
     def _ensure_running(self) -> None:
         if self._task is None or self._task.done():
@@ -99,9 +121,10 @@ class BoardRefresher:
             self._drop_unwanted()
             started = self.clock()
             for panel, entry in list(self._entries.items()):
-                fresh = started - entry.computed_at < self.slower.get(panel.kind, self.interval_s)
+                fresh = started - entry.computed_at < entry.interval_s
                 if not fresh:
                     await self._refresh(panel, entry)
+            self.rounds += 1
             # sleep out the interval (and at least as long as the round took, so refreshing
             # never keeps the board's process busy more than half the time), but start at
             # once for a panel never computed
@@ -112,17 +135,23 @@ class BoardRefresher:
 
     async def _refresh(self, panel: Panel, entry: _Entry) -> None:
         try:
-            entry.value = await self.compute(panel)
+            value = await self.compute(panel)
+            unchanged = entry.computed_at > -math.inf and entry.error is None and value == entry.value
+            entry.interval_s = self._next_interval(panel, entry, unchanged)
+            entry.value = value
             entry.computed_at = self.clock()
             entry.error = None
         except StoreUnavailable as exc:
             entry.error = BoardUnavailable(str(exc)[:500], store_down=True)
+            entry.interval_s = self._base(panel)
         except PanelFailed as exc:
             log.error("board panel %s failed: %s", panel.kind, exc)
             entry.error = BoardUnavailable(str(exc), store_down=False)
+            entry.interval_s = self._base(panel)
         except Exception as exc:  # the compute process died, say: keep serving, retry next round
             log.exception("board panel %s failed", panel.kind)
             entry.error = BoardUnavailable(f"board computation failed: {type(exc).__name__}", False)
+            entry.interval_s = self._base(panel)
         finally:
             self.computations += 1
             entry.done.set()

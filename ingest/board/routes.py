@@ -48,6 +48,12 @@ SLOWER_REFRESH_S = {"index": 10.0}
 """The board's list of studies changes when a study starts, not with every batch: its
 statements (the study activity over every study's per-install rows, 0.16-0.2 s at 50M
 events) ran every 2 s while a board was open, beside the pipeline on the same cores."""
+QUIET_S = 10.0
+"""The longest a panel whose answer stopped changing waits between refreshes (doubling from
+its own interval): a board open on a finished study, or on one between batches, cost the
+store its version and panel statements every 2 s (about 1.2 s of CPU per 30 s at 50M
+events) beside the pipeline on the same cores. A live study's answers change every
+refresh and keep the 2 s; a quiet one that starts again shows it within 10 s."""
 FIGURE3_RANKS = compute.FIGURE3_RANKS
 SEED = compute.SEED
 
@@ -205,7 +211,7 @@ def add_routes(app: web.Application, settings: Settings, store: Store, in_proces
     """The board's routes; ``in_process`` computes panels in this process (a store given in
     code, which a child process could not reach), otherwise in a child process."""
     app[COMPUTE], app[BOARD_STATE], pool = _refresher(settings, store, in_process)
-    app[REFRESHER] = BoardRefresher(app[COMPUTE], REFRESH_S, slower=SLOWER_REFRESH_S)
+    app[REFRESHER] = BoardRefresher(app[COMPUTE], REFRESH_S, slower=SLOWER_REFRESH_S, quiet_s=QUIET_S)
     app[ASSET_FILES] = load_assets()
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:

@@ -381,3 +381,46 @@ async def test_refresher_refreshes_the_index_less_often() -> None:
     await until(lambda: computed.count("index") == 2)
     assert computed.count("index") == 2
     await refresher.close()
+
+
+async def test_refresher_backs_off_a_panel_whose_answer_does_not_change() -> None:
+    """An unchanged answer doubles the panel's interval up to ``quiet_s``; a changed one
+    brings it back to its own (so a quiet study costs the store little, a live one keeps
+    its 2 s)."""
+    from ingest.board.compute import Panel
+    from ingest.board.refresher import BoardRefresher
+
+    now = [0.0]
+    answer = ["first"]
+    computed: list[float] = []
+
+    async def compute(panel: Panel) -> str:
+        computed.append(now[0])
+        return answer[0]
+
+    refresher = BoardRefresher(
+        compute, interval_s=0.01, keep_s=1000, clock=lambda: now[0], slower={"alerts": 2.0}, quiet_s=10.0
+    )
+    assert await refresher.get(Panel("alerts")) == "first"
+
+    async def at(moment: float, refreshed: bool) -> None:
+        now[0] = moment
+        seen, rounds = len(computed), refresher.rounds
+        if refreshed:
+            await until(lambda: len(computed) > seen)
+        else:  # two whole rounds at this moment, and no computation
+            await until(lambda: refresher.rounds >= rounds + 2)
+        assert (computed[-1] == moment) is refreshed, (moment, computed)
+
+    # unchanged answers: 2 s, then 4, 8, and 10 at most
+    for moment, refreshed in ((1.9, False), (2.0, True), (5.9, False), (6.0, True), (13.9, False)):
+        await at(moment, refreshed)
+    for moment, refreshed in ((14.0, True), (23.9, False), (24.0, True), (33.9, False), (34.0, True)):
+        await at(moment, refreshed)
+    answer[0] = "second"  # the study moved: seen at the next refresh, then every 2 s again
+    await at(44.0, True)
+    assert await refresher.get(Panel("alerts")) == "second"
+    await at(46.0, True)
+    await at(49.9, False)  # unchanged at 46: 4 s
+    await at(50.0, True)
+    await refresher.close()

@@ -98,9 +98,8 @@ async def test_warm_up_computes_the_panels_of_the_most_recently_active_studies(
     monkeypatch.setattr(compute, "WARM_PANELS", 3)
     try:
         await migrate(store)
-        values = ", ".join(
-            f"('{e}', '{g}', 'i-{e}', 'control', 5, 1, 0, 0, 0, 1, 1, [1,0,0,0,0,0,0,0,0,0], 0, 0, 0, 0, "
-            f"toDateTime('{day} 12:00:00', 'UTC'), toDateTime('{day} 12:00:00', 'UTC'), now64(6))"
+        values = ", ".join(  # the studies' activity comes from their per-hour rows
+            f"('{e}', '{g}', toDateTime('{day} 12:00:00', 'UTC'), 'control', 5, 1, 1, now64(6))"
             for e, g, day in (
                 ("old", "google", "2026-01-02"),
                 ("new", "google", "2026-03-01"),
@@ -108,7 +107,10 @@ async def test_warm_up_computes_the_panels_of_the_most_recently_active_studies(
                 ("mid", "google", "2026-02-15"),
             )
         )
-        await store.execute(f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS}) VALUES {values}")
+        await store.execute(
+            "INSERT INTO agg_arrangement_replicates_1h (experiment_id, engine, hour_start, arm, "
+            f"install_age_days, identified, units, computed_at) VALUES {values}"
+        )
         assert await compute._warm_panels(store) == 2
     finally:
         await store.close()
