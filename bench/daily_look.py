@@ -43,11 +43,6 @@ def same_look(a: Look, b: Look) -> bool:
     )
 
 
-def completing(day: Any) -> float:
-    """A moment at which ``day`` is complete and the next day is not."""
-    return decisions._start(day + timedelta(days=1)) + decisions.GRACE_S + 1
-
-
 async def run(data_dir: Path, experiment_id: str) -> dict[str, Any]:
     store = ChdbStore(data_dir / "data" / "clickhouse")
     try:
@@ -64,11 +59,11 @@ async def run(data_dir: Path, experiment_id: str) -> dict[str, Any]:
 
         await decisions.forget_looks(store, experiment_id, query.engine)
         started = time.perf_counter()
-        await decisions.stored_through(store, query, now=completing(last - timedelta(days=1)))
+        await decisions.stored_through(store, query, now=decisions.completed_at(last - timedelta(days=1)))
         scratch = time.perf_counter() - started
         print(f"stored from scratch to the day before: {scratch:.2f} s", file=sys.stderr)
         started = time.perf_counter()
-        stored, through, _ = await decisions.stored_through(store, query, now=completing(last))
+        stored, through, _ = await decisions.stored_through(store, query, now=decisions.completed_at(last))
         one_day = time.perf_counter() - started
         print(f"one more day from the stored totals: {one_day:.2f} s", file=sys.stderr)
         same = len(stored) == len(looks) and all(

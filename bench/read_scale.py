@@ -109,6 +109,20 @@ def write_events(path: Path, n: int, installs: int, days: int, seed: int) -> Non
 LATENCY_ROUNDS = 2
 LATENCY_S = 60
 """Ingest latency is measured in rounds of this many seconds without and with a board."""
+BOARD_DRAIN_S = 65
+"""The board's refresher keeps refreshing a panel for a minute after its last request
+(``keep_s``): a round without a board starts this long after one with a board."""
+
+
+def latency_schedule(rounds: int) -> list[bool | None]:
+    """Whether each latency round has a board open (None: a pause while the refresher
+    drains), in ABBA order: the latency probe's own study grows as it posts, and the p99
+    drifts up with it, so the condition measured second in every pair would look worse."""
+    plan: list[bool | None] = []
+    for i in range(rounds):
+        plan += [False, True, None] if i % 2 == 0 else [True, None, False]
+    return plan
+
 
 AGE_BANDS = ("18-24", "25-34", "35-44", "45-54", "55-64", "65+")
 TARGETS = [
@@ -247,10 +261,9 @@ async def read_side(url: str) -> dict[str, dict[str, float]]:
     return out
 
 
-async def ingest_latency(url: str, seconds: float, board: bool) -> dict[str, float]:
-    """p50/p99 of POST /v1/events (batches of 50, 20 a second), with or without a board
+async def ingest_latency(url: str, seconds: float, board: bool) -> list[float]:
+    """Seconds per POST /v1/events (batches of 50, 20 a second), with or without a board
     open on the study (polling every panel every second, as the page does)."""
-    from bench.common import percentile
     from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 
     headers = {"Authorization": f"Bearer {KEY}"}
@@ -275,10 +288,33 @@ async def ingest_latency(url: str, seconds: float, board: bool) -> dict[str, flo
             await asyncio.sleep(max(0.0, 0.05 - (time.perf_counter() - started)))
         if poller is not None:
             await poller
+    return latencies
+
+
+def latency_figures(latencies: list[float]) -> dict[str, float]:
+    from bench.common import percentile
+
     return {
+        "requests": len(latencies),
         "p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
         "p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
     }
+
+
+def measure_latency(url: str) -> dict[str, Any]:
+    """Ingest latency without and with a board open (``latency_schedule``): each round's
+    p50 and p99, and both over all rounds of a condition."""
+    rounds: dict[str, list[dict[str, float]]] = {"without_board": [], "with_board": []}
+    pooled: dict[str, list[float]] = {"without_board": [], "with_board": []}
+    for board in latency_schedule(LATENCY_ROUNDS):
+        if board is None:
+            time.sleep(BOARD_DRAIN_S)
+            continue
+        name = "with_board" if board else "without_board"
+        latencies = asyncio.run(ingest_latency(url, LATENCY_S, board=board))
+        rounds[name].append(latency_figures(latencies))
+        pooled[name] += latencies
+    return {**rounds, "pooled": {name: latency_figures(values) for name, values in pooled.items()}}
 
 
 def main() -> None:
@@ -323,7 +359,7 @@ def main() -> None:
     proc = start_service(tmp, port, 1)
     results: list[dict[str, Any]] = []
     baseline = None
-    latency: dict[str, list[dict[str, float]]] = {}
+    latency: dict[str, Any] = {}
     try:
         # reads are timed once the board's compute process has started and warmed up (on a
         # kept study: the weights of its installs); that start-up is reported on its own
@@ -372,13 +408,10 @@ def main() -> None:
                 }
             )
         if not args.import_only:
-            # alternated, a minute each: the p99 of 30 s (the sixth slowest of 600) moved by
-            # 10-20 ms between rounds of one condition, as the latency probe's own study grows
-            print("ingest latency without and with a board open, alternated ...", file=sys.stderr)
-            latency = {"without_board": [], "with_board": []}
-            for _ in range(LATENCY_ROUNDS):
-                for board, name in ((False, "without_board"), (True, "with_board")):
-                    latency[name].append(asyncio.run(ingest_latency(url, LATENCY_S, board=board)))
+            # a minute each, in ABBA order: the p99 of 30 s (the sixth slowest of 600) moved
+            # by 10-20 ms between rounds of one condition, as the latency probe's study grows
+            print("ingest latency without and with a board open, ABBA ...", file=sys.stderr)
+            latency = measure_latency(url)
             print(f"  {latency}", file=sys.stderr)
     finally:
         proc.send_signal(2)

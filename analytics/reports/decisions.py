@@ -92,6 +92,17 @@ def _start(day: date) -> int:
     return int(datetime.combine(day, datetime.min.time(), UTC).timestamp())
 
 
+def last_complete_day(now_s: float) -> date:
+    """The last day whose look may be stored at ``now_s``: one over for ``GRACE_S``."""
+    return _day(int(now_s) - GRACE_S) - timedelta(days=1)
+
+
+def completed_at(day: date) -> int:
+    """The first moment (unix seconds) at which ``day`` counts as complete, so its look is
+    stored (``last_complete_day`` inverted)."""
+    return _start(day + timedelta(days=1)) + GRACE_S
+
+
 async def data_days(store: Store, query: ReportQuery) -> tuple[date, date] | None:
     """The first and last day with per-install counts in the study (from the study-wide
     rows: one per install and context, not per event)."""
@@ -343,7 +354,7 @@ async def stored_through(
         return [], None, None
     first, last = span
     now_s = time.time() if now is None else now
-    complete = min(last, _day(int(now_s) - GRACE_S) - timedelta(days=1))
+    complete = min(last, last_complete_day(now_s))
     if not storable(query) or complete < first:
         return [], None, span
     selection = selection_key(query, seed, baseline)

@@ -31,9 +31,12 @@ KEPT = 64
 
 
 def _install_version_sql(experiment_id: str, engine: str) -> str:
+    """The newest stamp of the study's ``all`` rows: every recompute of an install writes
+    its ``all`` rows with the stamp of all its rows (one statement, one ``now64``), and
+    they lie together in the table's order, a seventh of the study's rows."""
     return (
         "SELECT toString(max(computed_at)) FROM agg_arrangement_install_subset "
-        f"WHERE experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
+        f"WHERE experiment_id = {quote(experiment_id)} AND engine = {quote(engine)} AND subset = 'all'"
     )
 
 

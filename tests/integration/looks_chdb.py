@@ -78,11 +78,6 @@ class CountingStore(ChdbStore):
         return table
 
 
-def completing(day: date) -> float:
-    """A moment at which ``day`` is complete (over for longer than the grace) and the next is not."""
-    return decisions._start(day + timedelta(days=1)) + decisions.GRACE_S + 1
-
-
 async def run(path: Path, events: int) -> dict[str, Any]:
     store = CountingStore(path)
     store.reads = []
@@ -104,7 +99,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
 
         async def step(name: str, through: date) -> None:
             store.reads.clear()
-            decided = await decisions.decision_days(store, query, now=completing(through))
+            decided = await decisions.decision_days(store, query, now=decisions.completed_at(through))
             reads = list(store.reads)
             looks, stored_through = await decisions.stored_looks(store, query, selection)
             totals = await store.query(
@@ -130,7 +125,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
             await decisions.forget_looks(store, EXP, "google", date(2026, 8, 31))
 
         store.after_read = forget_aug_31
-        await decisions.stored_through(store, query, now=completing(date(2026, 9, 4)))
+        await decisions.stored_through(store, query, now=decisions.completed_at(date(2026, 9, 4)))
         looks, stored_through = await decisions.stored_looks(store, query, selection)
         totals = await store.query(
             f"SELECT count() FROM {decisions.TOTALS} FINAL WHERE selection = {quote(selection)} "
@@ -153,7 +148,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
         # a look whose sequence is not defined yet (too few installs in an arm) is kept as NaN
         sparse = ReportQuery(EXP, burn_in_days=0, subset="box")
         sparse_reference = await decisions.compute_looks(store, sparse, 0, "control")
-        await decisions.stored_through(store, sparse, now=completing(last))
+        await decisions.stored_through(store, sparse, now=decisions.completed_at(last))
         sparse_key = quote(decisions.selection_key(sparse, 0, "control"))
         nans = await store.query(
             "SELECT countIf(isNaN(delta_low)), countIf(delta_low = 0 AND delta_high = 0) "

@@ -25,3 +25,20 @@ def test_only_slices_of_days_whose_look_may_be_stored_make_looks_stale() -> None
     assert stale_looks(slices, now) == {("e", "google"): date(2026, 10, 2), ("e", "bing"): date(2026, 10, 1)}
     # half an hour after midnight, yesterday's look is not stored yet
     assert stale_looks(slices[:2], at("2026-10-03 00:30:00")) == {}
+
+
+def test_a_day_is_complete_from_completed_at_on() -> None:
+    """``completed_at`` inverts ``last_complete_day`` (the rule ``stored_through`` stores
+    looks by), and ``stale_looks`` counts a day as stored from the same moment."""
+    from datetime import timedelta
+
+    from analytics.reports.decisions import completed_at, last_complete_day
+
+    for day in (date(2026, 10, 2), date(2026, 12, 31), date(2028, 2, 29)):
+        moment = completed_at(day)
+        assert moment == at(f"{day + timedelta(days=1)} 01:00:00")
+        assert last_complete_day(moment) == day
+        assert last_complete_day(moment - 1) == day - timedelta(days=1)
+        noon = at(f"{day} 12:00:00")
+        assert stale_looks([("e", "google", noon)], moment) == {("e", "google"): day}
+        assert stale_looks([("e", "google", noon)], moment - 1) == {}
