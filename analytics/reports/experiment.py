@@ -462,17 +462,17 @@ async def run_experiment_report(
     # a report of the box subset is its own box table: its rows are read once
     own_box = box_query == query
     try:
-        per_install, box, drops = await asyncio.gather(
+        per_install, drops, box_read = await asyncio.gather(
             store.query_arrow(query.per_install_keys_sql(seed, elements=True)),
-            _nothing() if own_box else store.query_arrow(box_query.per_install_keys_sql(seed)),
             store.query(query.drops_sql(), read_only=True),
+            asyncio.sleep(0) if own_box else store.query_arrow(box_query.per_install_keys_sql(seed)),
         )
-        if own_box:
-            box = per_install
     except BaseException:
         if raking is not None:
             raking.cancel()
         raise
+    box = per_install if box_read is None else box_read
+    tables = (per_install,) if box_read is None else (per_install, box_read)
 
     weight_of: KeyedWeights | None = None
     reweighting = None
@@ -482,12 +482,7 @@ async def run_experiment_report(
     # One weight matrix for every table of the report (and the next report of the same installs).
     weights = replicate_weights(
         np.concatenate(
-            [np.zeros(0, np.uint64)]
-            + [
-                t.column("install_key").to_numpy()
-                for t in {id(t): t for t in (per_install, box)}.values()
-                if t.num_rows
-            ]
+            [np.zeros(0, np.uint64)] + [t.column("install_key").to_numpy() for t in tables if t.num_rows]
         ),
         REPLICATES,
         seed,
@@ -528,10 +523,6 @@ async def run_experiment_report(
         unweighted=table(positions, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
     )
-
-
-async def _nothing() -> None:
-    return None
 
 
 def profiles_sql(experiment_id: str, seed: int) -> str:

@@ -95,13 +95,10 @@ class BoardRefresher:
         """The panel's own interval: its kind's in ``slower``, else ``interval_s``."""
         return self.slower.get(panel.kind, self.interval_s)
 
-    def _next_interval(self, panel: Panel, entry: _Entry, unchanged: bool) -> float:
-        """Twice the last interval after an unchanged answer (up to ``quiet_s``), else the
-        panel's own."""
+    def _backed_off(self, panel: Panel, last_s: float) -> float:
+        """The interval after an unchanged answer: twice the last, up to ``quiet_s``."""
         base = self._base(panel)
-        if not unchanged or self.quiet_s is None:
-            return base
-        return max(base, min(2 * entry.interval_s, self.quiet_s))
+        return base if self.quiet_s is None else max(base, min(2 * last_s, self.quiet_s))
 
     def _ensure_running(self) -> None:
         if self._task is None or self._task.done():
@@ -134,24 +131,23 @@ class BoardRefresher:
             self._wake.clear()
 
     async def _refresh(self, panel: Panel, entry: _Entry) -> None:
+        # its own interval again, unless the answer comes out unchanged
+        last_s, entry.interval_s = entry.interval_s, self._base(panel)
         try:
             value = await self.compute(panel)
-            unchanged = entry.computed_at > -math.inf and entry.error is None and value == entry.value
-            entry.interval_s = self._next_interval(panel, entry, unchanged)
+            if entry.computed_at > -math.inf and entry.error is None and value == entry.value:
+                entry.interval_s = self._backed_off(panel, last_s)
             entry.value = value
             entry.computed_at = self.clock()
             entry.error = None
         except StoreUnavailable as exc:
             entry.error = BoardUnavailable(str(exc)[:500], store_down=True)
-            entry.interval_s = self._base(panel)
         except PanelFailed as exc:
             log.error("board panel %s failed: %s", panel.kind, exc)
             entry.error = BoardUnavailable(str(exc), store_down=False)
-            entry.interval_s = self._base(panel)
         except Exception as exc:  # the compute process died, say: keep serving, retry next round
             log.exception("board panel %s failed", panel.kind)
             entry.error = BoardUnavailable(f"board computation failed: {type(exc).__name__}", False)
-            entry.interval_s = self._base(panel)
         finally:
             self.computations += 1
             entry.done.set()

@@ -19,10 +19,9 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
-from analytics.reports.decisions import DAY_S, GRACE_S
+from analytics.reports.decisions import last_complete_day
 from core.store import Store
 from schemas.sql import quote
 
@@ -77,8 +76,7 @@ async def data_version(
     if profiles:
         version.append(await one(_profiles_version_sql(experiment_id)))
     if dated:  # the decision line's stored looks run through the last complete day
-        moment = (time.time() if now is None else now) - GRACE_S
-        version.append(datetime.fromtimestamp(moment - moment % DAY_S, UTC).date().isoformat())
+        version.append(last_complete_day(time.time() if now is None else now).isoformat())
     return tuple(version)
 
 
