@@ -157,6 +157,11 @@ class ExperimentReport(_Closed):
     )
     reweighting: dict[str, Any] | None = Field(description="With targets: installs raked, effective size.")
     unweighted_arms: list[ReportArm] | None
+    subset_bounds: dict[str, Any] | None = Field(
+        default=None,
+        description="An n_candidates quintile: the n_candidates_bucket range it counted "
+        "(above: exclusive, at_most: inclusive; null where the quintile is open).",
+    )
 
 
 class TimelineWindow(_Closed):

@@ -51,6 +51,10 @@ class ReportQuery:
     unit_mode: str = "click"
     slices: bool = False
     """Read the 10-second slices whatever the range (time windows: ``at_slice_resolution``)."""
+    quintile_bounds: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    """An ``n_candidates`` quintile's boundaries as read once (``with_quintile_bounds``):
+    the 0.2..0.8 quantiles over the units kept by preprocessing, then over all units (the
+    drops). None: each statement computes them itself, inside it."""
 
     @property
     def _fine(self) -> bool:
@@ -115,16 +119,60 @@ class ReportQuery:
             raise ValueError(f"unknown subset {self.subset!r}; choose from {subset_names()}")
         within = SUBSETS["no_ads_no_box"] if quintile.group(1) else "1"
         k = int(quintile.group(2))
-        # Boundaries from the units-weighted distribution of the bucketed "About N
-        # results" figure in the same selection, so quintiles are at 0.1-decade resolution.
-        bounds = (
-            "(SELECT quantilesExactWeighted(0.2, 0.4, 0.6, 0.8)(n_candidates_bucket, units) "
-            f"FROM {self._source} WHERE {self._where(preprocessing, subset=False)} "
-            f"AND {within} AND n_candidates_bucket >= 0)"
-        )
+        if self.quintile_bounds is not None:
+            kept, every = self.quintile_bounds
+            literal = kept if preprocessing else every
+            bounds = f"[{', '.join(str(int(b)) for b in literal)}]"
+        else:
+            # Boundaries from the units-weighted distribution of the bucketed "About N
+            # results" figure in the same selection, so quintiles are at 0.1-decade resolution.
+            bounds = (
+                "(SELECT quantilesExactWeighted(0.2, 0.4, 0.6, 0.8)(n_candidates_bucket, units) "
+                f"FROM {self._source} WHERE {self._where(preprocessing, subset=False)} "
+                f"AND {within} AND n_candidates_bucket >= 0)"
+            )
         lower = f"n_candidates_bucket > {bounds}[{k - 1}]" if k > 1 else "n_candidates_bucket >= 0"
         upper = f"n_candidates_bucket <= {bounds}[{k}]" if k < 5 else "1"
         return f"({within} AND {lower} AND {upper})"
+
+    @property
+    def quintile(self) -> int | None:
+        """1..5 for an ``n_candidates`` quintile subset, else None."""
+        found = QUINTILE.fullmatch(self.subset)
+        return int(found.group(2)) if found else None
+
+    def quintile_bounds_sql(self) -> str:
+        """Both sets of a quintile's boundaries in one pass over the selection: over the
+        units preprocessing keeps (the report's) and over all units (its drops), as the
+        inline subqueries of ``_subset_condition`` compute them."""
+        found = QUINTILE.fullmatch(self.subset)
+        if not found:
+            raise ValueError(f"{self.subset!r} is not an n_candidates quintile")
+        within = SUBSETS["no_ads_no_box"] if found.group(1) else "1"
+        kept = [f"install_age_days >= {int(self.burn_in_days)}"]
+        if self.identified_only:
+            kept.append("identified = 1")
+        quantiles = "quantilesExactWeighted{}(0.2, 0.4, 0.6, 0.8)(n_candidates_bucket, units{})"
+        return (
+            f"SELECT {quantiles.format('If', ', ' + ' AND '.join(kept))} AS kept, "
+            f"{quantiles.format('', '')} AS every "
+            f"FROM {self._source} WHERE {self._where(preprocessing=False, subset=False)} "
+            f"AND {within} AND n_candidates_bucket >= 0"
+        )
+
+    def subset_bounds(self) -> dict[str, Any] | None:
+        """A resolved quintile's range of ``n_candidates_bucket`` (floor of 10 x log10 of
+        the "About N results" figure), for the report: exclusive below, inclusive above,
+        None where the quintile is open."""
+        k = self.quintile
+        if k is None or self.quintile_bounds is None:
+            return None
+        kept = self.quintile_bounds[0]
+        return {
+            "column": "n_candidates_bucket",
+            "above": int(kept[k - 2]) if k > 1 else None,
+            "at_most": int(kept[k - 1]) if k < 5 else None,
+        }
 
     def per_install_sql(self) -> str:
         """Units and clicks per (install, arm) after preprocessing."""
@@ -357,6 +405,8 @@ class ExperimentReport:
     decisions: dict[str, str | None] | None = None
     """sequential intervals only: per arm, the first day the sequence for delta_1 excluded
     zero (ISO date), or None (not yet)."""
+    subset_bounds: dict[str, Any] | None = None
+    """An n_candidates quintile: the range of buckets it counted (``ReportQuery.subset_bounds``)."""
 
     @property
     def performative_power_lower_bound(self) -> float:
@@ -454,13 +504,14 @@ async def run_experiment_report(
     board and ``POST /v1/reports/experiment`` (behind ``report experiment``) run."""
     import asyncio
 
-    box_query = replace(query, subset="box")
+    query = await with_quintile_bounds(store, query)
+    box_query = replace(query, subset="box", quintile_bounds=None)
     # the raking (profiles read, then numpy) runs while ClickHouse reads the counts
     raking = (
         asyncio.ensure_future(install_weights(store, query.experiment_id, seed, targets)) if targets else None
     )
     # a report of the box subset is its own box table: its rows are read once
-    own_box = box_query == query
+    own_box = query.subset == "box"
     try:
         per_install, drops, box_read = await asyncio.gather(
             store.query_arrow(query.per_install_keys_sql(seed, elements=True)),
@@ -522,7 +573,21 @@ async def run_experiment_report(
         reweighting=reweighting,
         unweighted=table(positions, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
+        subset_bounds=query.subset_bounds(),
     )
+
+
+async def with_quintile_bounds(store: Store, query: ReportQuery) -> ReportQuery:
+    """A quintile query with its boundaries read once (both sets in one pass), so the
+    report's statements filter on numbers instead of each computing them again (at 50M
+    events a pass over the selection's slices: ~0.7 s each), and the report can say which
+    range it counted. A live study's boundaries may move between this read and the next
+    statement; the report then counts the range it states. Other queries: unchanged."""
+    if query.quintile is None or query.quintile_bounds is not None:
+        return query
+    row = (await store.query(query.quintile_bounds_sql(), read_only=True)).rows[0]
+    kept, every = (tuple(int(b) for b in bounds) for bounds in row)
+    return replace(query, quintile_bounds=(kept, every))
 
 
 def profiles_sql(experiment_id: str, seed: int) -> str:
@@ -592,6 +657,7 @@ def report_json(report: ExperimentReport) -> dict[str, Any]:
         "decisions": report.decisions,
         "reweighting": report.reweighting,
         "unweighted_arms": flatten(report.unweighted) if report.unweighted is not None else None,
+        "subset_bounds": report.subset_bounds,
     }
 
 

@@ -222,6 +222,17 @@ def _cell(record: dict[str, Any], name: str) -> str:
     return _fmt(record.get(name), (record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")))
 
 
+def _bucket_range(bounds: dict[str, Any]) -> str:
+    """A quintile's bucket range in words: bucket b holds "About N results" with
+    floor(10 log10 N) = b, so the range (lo, hi] is N from 10^((lo+1)/10) up to 10^((hi+1)/10)."""
+    lo, hi, column = bounds.get("above"), bounds.get("at_most"), bounds["column"]
+    low = f"{lo} < {column}" if lo is not None else f"0 <= {column}"
+    buckets = f"{low} <= {hi}" if hi is not None else low
+    low_n = f"{10 ** ((lo + 1) / 10):,.0f}" if lo is not None else "1"
+    high_n = f"to under {10 ** ((hi + 1) / 10):,.0f}" if hi is not None else "and more"
+    return f"{buckets} (About N results: from {low_n} {high_n})"
+
+
 def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
     console = result_console()
     ctr_table = Table(
@@ -253,6 +264,8 @@ def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
     console.print(ctr_table)
     console.print(gap_table)
     console.print(f"intervals: {doc['interval_guarantee']}")
+    if bounds := doc.get("subset_bounds"):
+        console.print(f"quintile: {_bucket_range(bounds)}")
     _print_reweighting(doc, ranks)
     columns = ["arm", "organic", "ad", "shopping_box", "ssr", "other"]
     shares = doc["element_shares"]

@@ -242,13 +242,36 @@ def test_n_candidates_quintiles_partition_the_units(service: Service) -> None:
         )
         return int(rows[0]["u"] or 0)
 
+    def raw_units(bounds: dict, plain: bool) -> int:
+        """Click units in the stated bucket range, recounted from the raw events."""
+        bucket = "toInt16(floor(log10(n_candidates) * 10))"
+        where = [f"{bucket} > {bounds['above']}" if bounds["above"] is not None else "n_candidates > 0"]
+        if bounds["at_most"] is not None:
+            where.append(f"{bucket} <= {bounds['at_most']}")
+        if plain:
+            where.append("ads_top_count = 0 AND box = 'none'")
+        rows = service.sql(
+            "SELECT count() AS u FROM extension_events WHERE experiment_id = 'quintiles' AND "
+            "engine = 'google' AND type = 'click' AND identified AND "
+            f"dateDiff('day', install_day, toDate(received_at)) >= 4 AND {' AND '.join(where)}"
+        )
+        return int(rows[0]["u"])
+
     for prefix, whole in (("", "all"), ("no_ads_no_box_", "no_ads_no_box")):
-        parts = [units(f"{prefix}n_candidates_q{k}") for k in range(1, 6)]
+        names = [f"{prefix}n_candidates_q{k}" for k in range(1, 6)]
+        docs = [report_json(service, "quintiles", "--subset", name) for name in names]
+        parts = [sum(a["units"] for a in doc["arms"]) for doc in docs]
         assert sum(parts) == units(whole)  # every unit in exactly one quintile
         assert all(0.1 < p / sum(parts) < 0.3 for p in parts), (prefix, parts)
         # the analyst view draws the same boundaries (migration 0021)
         assert [view_units(f"{prefix}n_candidates_q{k}") for k in range(1, 6)] == parts
+        # each report states its range, and the raw events in that range are its units
+        bounds = [doc["subset_bounds"] for doc in docs]
+        assert bounds[0]["above"] is None and bounds[4]["at_most"] is None
+        assert [b["at_most"] for b in bounds[:4]] == [b["above"] for b in bounds[1:]]
+        assert [raw_units(b, plain=bool(prefix)) for b in bounds] == parts
     assert units("no_ads_no_box") < units("all")
+    assert report_json(service, "quintiles", "--subset", "all")["subset_bounds"] is None
 
 
 def test_box_subset_distortions_figure5(service: Service) -> None:

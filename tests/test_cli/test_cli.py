@@ -95,3 +95,15 @@ def test_composition() -> None:
         app, ["report", "composition", "--search-share", "1.8", "--topk-share", "0.7", "--beta", "0.44"]
     )
     assert bad.exit_code == 2
+
+
+def test_a_quintile_range_is_printed_as_the_about_n_results_it_covers() -> None:
+    from auditstream.cli.report import _bucket_range
+
+    # bucket b holds floor(10 log10 N) = b: (59, 69] is N from 10^6 up to (not with) 10^7
+    middle = _bucket_range({"column": "n_candidates_bucket", "above": 59, "at_most": 69})
+    assert middle == "59 < n_candidates_bucket <= 69 (About N results: from 1,000,000 to under 10,000,000)"
+    first = _bucket_range({"column": "n_candidates_bucket", "above": None, "at_most": 9})
+    assert first == "0 <= n_candidates_bucket <= 9 (About N results: from 1 to under 10)"
+    last = _bucket_range({"column": "n_candidates_bucket", "above": 79, "at_most": None})
+    assert last == "79 < n_candidates_bucket (About N results: from 100,000,000 and more)"
