@@ -9,7 +9,7 @@ from aiohttp import web
 from core.settings import Settings
 from core.store import Store, open_store
 from core.store.base import NoStore
-from ingest import board, experiments, handlers, importing, openapi, reports
+from ingest import board, experiments, handlers, importing, openapi, protocol_errors, reports
 from ingest.api_keys import KeyFile
 from ingest.app_state import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.metrics import IngestMetrics
@@ -20,6 +20,7 @@ from ingest.ratelimit import RateLimiter
 
 def create_app(settings: Settings, store: Store | None = None) -> web.Application:
     """Build the intake. ``store`` serves ``/v1/sql``; by default it follows the settings."""
+    protocol_errors.install()  # aiohttp's own 400 page would quote the refused bytes (a key)
     app = web.Application(middlewares=[observe], client_max_size=settings.max_body_bytes)
     app[CONFIG] = settings
     app[KEYS] = KeyFile(settings.resolved_keys_file)

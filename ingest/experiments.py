@@ -57,7 +57,11 @@ async def create(request: web.Request) -> web.Response:
 async def stop(request: web.Request) -> web.Response:
     authorize(request, "admin")
     config = await _existing(request)
-    stopped = config.model_copy(update={"status": "stopped", "end": config.end or now_utc().date()})
+    if config.status == "stopped":
+        return json_response(config.model_dump(mode="json"))
+    # an experiment stopped before its start day ends on it: its window cannot end first
+    end = config.end or max(now_utc().date(), config.start)
+    stopped = ExperimentConfig.model_validate({**config.model_dump(), "status": "stopped", "end": end})
     await save(request.app[STORE], stopped)
     return json_response(stopped.model_dump(mode="json"))
 

@@ -70,7 +70,10 @@ def _received(value: Any) -> datetime:
         moment = datetime.fromisoformat(value)
     else:
         raise ValueError("received_at must be text")
-    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    try:
+        moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except OverflowError:  # year 1 or 9999 with an offset
+        raise ValueError("received_at must lie between 1970-01-01 and 2106-02-06") from None
     if not RECEIVED_MIN <= moment < RECEIVED_MAX:
         raise ValueError("received_at must lie between 1970-01-01 and 2106-02-06")
     return moment

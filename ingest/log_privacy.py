@@ -30,7 +30,9 @@ class WithholdRequestContent(logging.Filter):
 
 
 def install() -> None:
-    """Add the filter to every handler of the root logger (where aiohttp's records end up)."""
+    """Add the filter to every handler of the root logger (where aiohttp's records end up),
+    and quiet sqlglot, whose warnings quote the start of an analyst's refused statement."""
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, WithholdRequestContent) for f in handler.filters):
             handler.addFilter(WithholdRequestContent())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -18,6 +19,9 @@ log = logging.getLogger(__name__)
 _KEPT_HEADERS = frozenset({"allow", "retry-after", "www-authenticate"})
 """Headers of aiohttp's own errors worth keeping (not its text/plain Content-Type/Length)."""
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+CLIENT_CLOSED = 499
+"""The status counted for a request whose client hung up before the answer (nginx's
+convention): not a 5xx, so the ingest-errors alert does not page for it."""
 
 
 @web.middleware
@@ -38,6 +42,9 @@ async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
             return web.Response(
                 status=exc.status, body=orjson.dumps(body), content_type="application/json", headers=kept
             )
+        raise
+    except asyncio.CancelledError:  # the client hung up (handler_cancellation): not our error
+        status = CLIENT_CLOSED
         raise
     except StoreUnavailable as exc:  # a handler that did not catch it: still a 503, not a 500
         status = 503

@@ -69,7 +69,10 @@ def _in_date_range(value: date) -> date:
 
 
 def _in_time_range(value: datetime) -> datetime:
-    utc = value.astimezone(UTC)
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:  # year 1 or 9999 with an offset: not a ValueError, so not a rejection
+        raise ValueError("a timestamp must lie between 1900-01-01 and 2299-12-31") from None
     if not TIME_MIN <= utc <= TIME_MAX:
         raise ValueError("a timestamp must lie between 1900-01-01 and 2299-12-31")
     return utc

@@ -19,7 +19,9 @@ class ExperimentConfig(BaseModel):
 
     experiment_id: Ident
     engines: Annotated[list[Engine], Field(min_length=1, max_length=10)]
-    arms: Annotated[dict[Ident, Annotated[float, Field(gt=0)]], Field(min_length=2, max_length=20)]
+    arms: Annotated[dict[Ident, Annotated[float, Field(gt=0, le=1e9)]], Field(min_length=2, max_length=20)]
+    """Arm -> allocation weight, relative (normalised over an engine's arms); bounded so
+    their sum stays finite."""
     salt: Annotated[str, Field(min_length=8, max_length=128)]
     start: date
     end: date | None = None

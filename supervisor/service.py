@@ -30,11 +30,21 @@ console = Console(stderr=True)
 
 
 class Supervisor:
-    def __init__(self, settings: Settings, demo_events: int, demo_rate: float, api_key: str) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        demo_events: int,
+        demo_rate: float,
+        api_key: str,
+        shown_key: str | None = None,
+    ) -> None:
         self.settings = settings
         self.demo_events = demo_events
         self.demo_rate = demo_rate
         self.api_key = api_key
+        self.shown_key = shown_key or api_key
+        """What the banner prints for the key: a key made here (the demo's) is shown once, as
+        ``keys create`` shows it; a key given on the command line is not echoed."""
         self.broker: TansuBroker | None = None
         self.children: list[Child] = []
         self.stopping = asyncio.Event()
@@ -118,11 +128,11 @@ class Supervisor:
             f"[bold]broker[/]   {broker}",
             f"[bold]store[/]    {store}",
             f"[bold]workers[/]  {s.workers}  (metrics: {', '.join(self.worker_metrics)})",
-            f"[bold]API key[/]  {self.api_key}  (scopes: {', '.join(SCOPES)})",
+            f"[bold]API key[/]  {self.shown_key}  (scopes: {', '.join(SCOPES)})",
             f"[bold]logs[/]     {self.log_dir}/",
             "",
-            f"board    {url}/board#key={self.api_key}",
-            f"try: auditstream report --url {url} --api-key {self.api_key}",
+            f"board    {url}/board#key={self.shown_key}",
+            f"try: auditstream report --url {url} --api-key {self.shown_key}",
             "Ctrl-C stops everything.",
         ]
         console.print(Panel("\n".join(lines), title="auditstream is up", expand=False))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from functools import cache
 from typing import Any
 
@@ -288,7 +288,13 @@ def parse_window(text: str) -> int:
     seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
     if seconds % 10:
         raise ValueError(f"window {text!r}: must be a multiple of 10 seconds (the slice length)")
+    if not 0 < seconds <= MAX_WINDOW_S:
+        raise ValueError(f"window {text!r}: must be longer than 0 and at most 366d")
     return seconds
+
+
+MAX_WINDOW_S = 366 * 86400
+"""The longest timeline window (a whole study is ``report experiment``'s)."""
 
 
 def _text(moment: date | datetime) -> str:
@@ -298,8 +304,22 @@ def _text(moment: date | datetime) -> str:
 
 
 def parse_moment(text: str) -> date | datetime:
-    """``YYYY-MM-DD`` (a whole day) or ``YYYY-MM-DDTHH:MM[:SS]`` (UTC, 10-second resolution)."""
-    return datetime.fromisoformat(text) if "T" in text or " " in text else date.fromisoformat(text)
+    """``YYYY-MM-DD`` (a whole day) or ``YYYY-MM-DDTHH:MM[:SS]`` (UTC, 10-second resolution;
+    a time with an offset, ``+05:00``, is that moment in UTC), within the years the slices'
+    ``DateTime`` holds (ValueError otherwise)."""
+    moment: date | datetime
+    if "T" in text or " " in text:
+        moment = datetime.fromisoformat(text)
+        if moment.tzinfo is not None:
+            try:
+                moment = moment.astimezone(UTC).replace(tzinfo=None)
+            except OverflowError:
+                raise ValueError(f"{text!r} lies outside 1970-2105") from None
+    else:
+        moment = date.fromisoformat(text)
+    if not 1970 <= moment.year <= 2105:
+        raise ValueError(f"{text!r} lies outside 1970-2105")
+    return moment
 
 
 def table_from_rows(

@@ -41,8 +41,10 @@ def up(
         ingest_processes=ingest_processes,
     )
     keys = KeyFile(settings.resolved_keys_file)
+    shown = None
     if api_key:
         keys.create("cli", SCOPES, key=api_key)
+        shown = "<the key given with --api-key>"  # the caller has it; not echoed into logs
     elif demo or not any(k.active for k in keys.load()):
         _, api_key = keys.create("demo", SCOPES)
     else:
@@ -50,7 +52,7 @@ def up(
     # The supervisor only talks to Kafka to create topics; failures there raise. Keep
     # aiokafka's connection chatter (expected while tansu starts) off the console.
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    sup = Supervisor(settings, demo_events, demo_rate, api_key)
+    sup = Supervisor(settings, demo_events, demo_rate, api_key, shown_key=shown)
     try:
         asyncio.run(run(sup, demo))
     except (RuntimeError, BrokerError, OSError) as exc:

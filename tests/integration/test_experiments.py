@@ -71,3 +71,40 @@ def test_registry_refuses_bad_configs_and_wrong_scopes(service: Service) -> None
     assert http("GET", service.url + "/v1/experiments/reg-2/config", None, ext).status == 200
     assert http("POST", service.url + "/v1/experiments/reg-2/stop", b"", ext).status == 403
     assert http("GET", service.url + "/v1/experiments/nope/config", None, ext).status == 404
+
+
+def test_an_experiment_stopped_before_its_start_ends_on_its_start_day_and_stays_readable(
+    service: Service,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    headers = {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
+    start = (datetime.now(UTC).date() + timedelta(days=3)).isoformat()
+    body = {
+        "experiment_id": "reg-future",
+        "engines": ["google"],
+        "arms": {"control": 1, "swap_1_2": 1},
+        "salt": "salt-0123456",
+        "start": start,
+    }
+    assert http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers).status == 201
+    stopped = http("POST", service.url + "/v1/experiments/reg-future/stop", b"", headers)
+    assert stopped.status == 200 and stopped.body["end"] == start and stopped.body["status"] == "stopped"
+    again = http("POST", service.url + "/v1/experiments/reg-future/stop", b"", headers)
+    assert again.status == 200 and again.body == stopped.body  # stopping twice changes nothing
+    shown = http("GET", service.url + "/v1/experiments/reg-future", None, headers)
+    assert shown.status == 200 and shown.body["end"] == start
+    assert http("GET", service.url + "/v1/experiments/reg-future/config", None, headers).status == 200
+
+
+def test_arm_weights_whose_sum_would_overflow_are_refused(service: Service) -> None:
+    headers = {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
+    body = {
+        "experiment_id": "reg-huge",
+        "engines": ["google"],
+        "arms": {"control": 1e308, "swap_1_2": 1e308},
+        "salt": "salt-0123456",
+        "start": "2026-11-01",
+    }
+    resp = http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers)
+    assert resp.status == 422 and resp.body["error"] == "invalid_experiment"

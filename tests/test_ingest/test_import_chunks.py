@@ -117,6 +117,8 @@ def test_one_line_holding_two_events_is_malformed_whatever_the_other_lines() -> 
         "2024-01-01T00:00:00+02:00",
         "1969-12-31T23:59:59Z",  # before what the derived tables hold
         "2200-01-01T00:00:00Z",  # after it
+        "9999-12-31T23:59:59-23:59",  # past datetime's own range once in UTC (OverflowError)
+        "0001-01-01T00:00:00+23:59",
     ],
 )
 def test_both_paths_take_or_refuse_a_received_at_alike(received_at: str) -> None:
@@ -141,4 +143,13 @@ def test_an_event_without_received_at_needs_a_sent_at_the_tables_can_hold() -> N
     chunk = prepare_chunk(line)
     assert chunk.rows == {} and [(r.reason, r.field) for r in chunk.rejected] == [
         ("invalid_value", "received_at")
+    ]
+
+
+@pytest.mark.parametrize("sent_at", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"])
+def test_a_sent_at_beyond_datetimes_range_in_utc_is_a_rejection_not_an_error(sent_at: str) -> None:
+    (event,) = events(1)
+    chunk = prepare_chunk(orjson.dumps({**event, "sent_at": sent_at}))
+    assert chunk.rows == {} and [(r.reason, r.field) for r in chunk.rejected] == [
+        ("invalid_value", "sent_at")
     ]

@@ -115,3 +115,10 @@ def test_the_documented_tables_are_those_the_migrations_leave() -> None:
     text = (resources.files("schemas") / "clickhouse" / "README.md").read_text()
     undocumented = sorted(name for name in tables if f"`{name}" not in text)
     assert not undocumented
+
+
+@pytest.mark.parametrize("depth", [60, 400, 5000])
+def test_a_statement_nested_too_deeply_to_parse_is_refused_not_an_error(depth: int) -> None:
+    # sqlglot parses recursively: ~50 brackets exhausted Python's stack (a 500 before)
+    with pytest.raises(ReadOnlyViolation, match="nests too deeply"):
+        guard_analyst_sql("SELECT " + "(" * depth + "1" + ")" * depth)

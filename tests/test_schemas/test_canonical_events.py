@@ -26,7 +26,16 @@ def test_days_at_the_column_limits_pass(day: str) -> None:
     assert not rejected and orjson.loads(accepted[0].model_dump_json())["install_day"] == day
 
 
-@pytest.mark.parametrize("sent_at", ["1899-12-31T23:59:59Z", "2300-01-01T00:00:00Z", "2026-11-01T00:00:00"])
+@pytest.mark.parametrize(
+    "sent_at",
+    [
+        "1899-12-31T23:59:59Z",
+        "2300-01-01T00:00:00Z",
+        "2026-11-01T00:00:00",
+        "9999-12-31T23:59:59-23:59",  # in UTC past what a datetime holds: an OverflowError
+        "0001-01-01T00:00:00+23:59",
+    ],
+)
 def test_timestamps_outside_datetime64_or_without_zone_are_refused(sent_at: str) -> None:
     _, rejected = validate_batch([{**good_event(), "sent_at": sent_at}])
     assert [r.field for r in rejected] == ["sent_at"]
