@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     sql_max_rows_to_read: int = Field(
         20_000_000_000, ge=1, description="Analyst SQL: most rows a query may read."
     )
+    sql_max_result_bytes: int = Field(
+        64 * 1024**2, ge=1, description="Analyst SQL: most bytes in an answer (before JSON)."
+    )
     dedup_horizon_days: int = Field(
         7, ge=1, description="How far back a client retry is recognised by event_id."
     )
@@ -139,6 +142,7 @@ class Settings(BaseSettings):
             self.sql_max_memory_usage,
             self.sql_max_result_rows,
             self.sql_max_rows_to_read,
+            self.sql_max_result_bytes,
         )
 
     @property

@@ -27,6 +27,9 @@ class QueryLimits:
     max_memory_usage: int = 2 * 1024**3
     max_result_rows: int = 100_000
     max_rows_to_read: int = 20_000_000_000
+    max_result_bytes: int = 64 * 1024**2
+    """The answer's size in ClickHouse's columns (wide rows pass the row cap: a 300 MB answer
+    grew the store to 2.5 GB, and JSON makes it larger again)."""
 
     def settings(self) -> dict[str, int | float]:
         return {
@@ -34,6 +37,7 @@ class QueryLimits:
             "max_memory_usage": self.max_memory_usage,
             "max_result_rows": self.max_result_rows,
             "max_rows_to_read": self.max_rows_to_read,
+            "max_result_bytes": self.max_result_bytes,
         }
 
     def sql(self) -> str:
@@ -52,6 +56,7 @@ class QueryLimits:
             int(params["max_memory_usage"]),
             int(params["max_result_rows"]),
             int(params["max_rows_to_read"]),
+            int(params.get("max_result_bytes", cls.max_result_bytes)),
         )
 
 

@@ -44,6 +44,14 @@ def test_a_query_over_the_rows_limit_is_refused_before_it_runs(service: Service)
     assert status == 400 and "TOO_MANY_ROWS" in body["message"]
 
 
+def test_an_answer_over_the_byte_limit_is_refused_under_the_row_limit(service: Service) -> None:
+    # 50,000 rows (under the 100,000-row cap) of 2 kB each: ~100 MB, over the 64 MiB cap
+    wide = "SELECT number, repeat(toString(number % 10), {}) AS wide FROM numbers(50000)"
+    status, body = run(service, wide.format(2000))
+    assert status == 400 and "TOO_MANY_ROWS_OR_BYTES" in body["message"], body
+    assert run(service, wide.format(200))[0] == 200
+
+
 def probe_path(tag: str) -> Path:
     return Path(f"/tmp/auditstream-probe-{tag}-{uuid.uuid4().hex}")
 
