@@ -266,7 +266,7 @@ def organic_links(doc: LexborHTMLParser, rules: EngineRules) -> list[tuple[Lexbo
         return []
     excluded = {n.mem_id for s in org.exclude for n in doc.css(s)}
     nested = {n.mem_id for s in org.sub_result for n in column.css(s)}
-    engine_host = re.compile(org.engine_hosts)
+    engine_host, engine_path = re.compile(org.engine_hosts), re.compile(org.engine_paths)
     out: list[tuple[LexborNode, str, str]] = []
     seen: set[int] = set()
     for match in column.css(org.anchor):
@@ -281,8 +281,11 @@ def organic_links(doc: LexborHTMLParser, rules: EngineRules) -> list[tuple[Lexbo
         if any(n.mem_id in nested for n in inside_column):
             continue
         url = normalize_url(link.attributes.get("href") or "", rules.base_url)
-        if not url or engine_host.search(urlsplit(url).hostname or ""):
+        if not url:
             continue
+        target = urlsplit(url)
+        if engine_host.search(target.hostname or "") and engine_path.search(target.path):
+            continue  # the engine's own navigation (another search), not a result
         heading = match.css_first(org.title) if org.title else match
         title = " ".join(heading.text(separator=" ").split())[:MAX_TITLE] if heading is not None else ""
         out.append((link, url, title))

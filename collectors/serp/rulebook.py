@@ -89,8 +89,11 @@ class OrganicRules(_Frozen):
     ancestor ``a[href]``) is a result's primary link, unless it lies inside an
     ``exclude`` match (ads, carousels, question boxes, the side column), inside a
     ``sub_result`` match below the column (sitelinks, indented same-site results: they
-    belong to the result they sit in), or leads to one of ``engine_hosts`` (the
-    engine's own pages). Class names may appear, but only as hints in ``exclude``.
+    belong to the result they sit in), or is the engine's own navigation: it leads to
+    one of ``engine_hosts`` at a path ``engine_paths`` matches (another search, an image
+    viewer). The engine's other pages are results like any site's: for "google" the
+    first results are www.google.com, its Maps and Account pages, and an audit of
+    self-preferencing counts them. Class names may appear, but only as hints in ``exclude``.
     """
 
     column: tuple[str, ...] = Field(min_length=1)
@@ -101,6 +104,8 @@ class OrganicRules(_Frozen):
     sub_result: tuple[str, ...] = ()
     engine_hosts: str = Field(min_length=1)
     """A regular expression (Python and JavaScript syntax alike) on the link's host."""
+    engine_paths: str = Field(min_length=1)
+    """A regular expression on the path of a link to one of ``engine_hosts``: its navigation."""
 
     @field_validator("column", "exclude", "sub_result")
     @classmethod
@@ -112,11 +117,11 @@ class OrganicRules(_Frozen):
     def _selector(cls, value: str) -> str:
         return _check_selector(value)
 
-    @field_validator("engine_hosts")
+    @field_validator("engine_hosts", "engine_paths")
     @classmethod
     def _pattern(cls, value: str) -> str:
-        if not re.fullmatch(r"[\w.^$()|?:\\\[\]{},+*-]+", value):
-            raise ValueError("engine_hosts may use only characters both Python and JavaScript read alike")
+        if not re.fullmatch(r"[\w./^$()|?:\\\[\]{},+*-]+", value):
+            raise ValueError("a pattern may use only characters both Python and JavaScript read alike")
         try:
             re.compile(value)
         except re.error as exc:

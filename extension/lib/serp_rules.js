@@ -13,32 +13,33 @@ function any(list, test) {
   return false;
 }
 
-// The host a result link leads to, through the engine's click redirects (Google's
-// /url?q=..., Bing's /ck/a?u=a1<base64url>); "" when it is not a web link.
-export function linkHost(href, baseUrl) {
+// Where a result link leads, through the engine's click redirects (Google's /url?q=...,
+// Bing's /ck/a?u=a1<base64url>): {host, path}, or null when it is not a web link.
+export function linkTarget(href, baseUrl) {
   let url;
   try {
     url = new URL(href, baseUrl);
   } catch {
-    return "";
+    return null;
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return "";
+  if (url.protocol !== "http:" && url.protocol !== "https:") return null;
   if (url.pathname === "/url") {
     const target = url.searchParams.get("q") || url.searchParams.get("url");
-    if (target) return linkHost(target, baseUrl);
+    if (target) return linkTarget(target, baseUrl);
   }
   if (url.pathname === "/ck/a") {
     const u = url.searchParams.get("u") || "";
     if (u.startsWith("a1")) {
       try {
         const b64 = u.slice(2).replace(/-/g, "+").replace(/_/g, "/");
-        return linkHost(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4)), baseUrl);
+        return linkTarget(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4)), baseUrl);
       } catch {
-        return "";
+        return null;
       }
     }
   }
-  return url.hostname.toLowerCase();
+  if (!url.hostname) return null;
+  return { host: url.hostname.toLowerCase(), path: url.pathname || "/" };
 }
 
 function firstMatch(doc, selectors) {
@@ -57,6 +58,7 @@ export function organicResults(doc, rules) {
   const exclude = org.exclude.join(", ");
   const nested = org.sub_result.join(", ");
   const engineHost = new RegExp(org.engine_hosts);
+  const enginePath = new RegExp(org.engine_paths);
   const out = [];
   const seen = new Set();
   for (const match of column.querySelectorAll(org.anchor)) {
@@ -68,8 +70,10 @@ export function organicResults(doc, rules) {
       const holder = match.closest(nested);
       if (holder && holder !== column && column.contains(holder)) continue;
     }
-    const host = linkHost(link.getAttribute("href") || "", rules.base_url);
-    if (!host || engineHost.test(host)) continue;
+    const target = linkTarget(link.getAttribute("href") || "", rules.base_url);
+    if (!target) continue;
+    // the engine's own navigation (another search) is not a result; its other pages are
+    if (engineHost.test(target.host) && enginePath.test(target.path)) continue;
     const heading = org.title ? match.querySelector(org.title) : match;
     out.push({ link, heading });
   }

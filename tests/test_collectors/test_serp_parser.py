@@ -403,3 +403,25 @@ def test_charset_from_the_page_is_used() -> None:
     )
     parsed = parse_serp("google", html.encode("latin-1"))
     assert parsed.components[0].title == "Café"
+
+
+def test_the_engines_own_pages_are_results_and_its_searches_are_not() -> None:
+    """For "google" the first results are Google's own pages (a self-preferencing audit
+    counts them); links to another search are Google's navigation. A held-out real
+    basic page lost 7 of its 10 results when every link to www.google.com was dropped."""
+    parsed = parse_serp("google", page("google_own_pages.html"))
+    assert parsed.status == "ok"
+    assert [c.url for c in parsed.components if c.type == "organic"] == [
+        "https://www.google.com/",
+        "https://www.google.com/account/about/",
+        "https://www.google.com/maps",
+        "https://www.google.com/search/howsearchworks/",
+        "https://en.wikipedia.org/wiki/Google",
+    ]
+
+
+def test_engine_navigation_patterns_are_checked_like_host_patterns() -> None:
+    good = (Path(collectors.serp.__file__).parent / "rules" / "google.toml").read_text()
+    bad = good.replace("engine_paths = '^/(search", "engine_paths = '^/(search|x);alert(1)", 1)
+    with pytest.raises(CrawlConfigError, match="engine_paths"):
+        parse_rules(bad, "google.toml")
