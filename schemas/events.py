@@ -11,6 +11,7 @@ through a field that was meant for something else.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -86,8 +87,32 @@ Day = Annotated[
     date, BeforeValidator(_calendar_day), AfterValidator(_in_date_range), PlainSerializer(date.isoformat)
 ]
 """A calendar day: ``YYYY-MM-DD`` within ClickHouse's ``Date`` range."""
-Timestamp = Annotated[AwareDatetime, AfterValidator(_in_time_range), PlainSerializer(_utc_text)]
+
+
+def _iso_text(value: Any) -> Any:
+    """Only ISO 8601 text (or a datetime built in Python): a number or an epoch in a
+    string is not read as a moment, as no scalar is coerced from another kind."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _ISO_START.match(value)):
+        return value
+    raise ValueError("a timestamp is ISO 8601 text, YYYY-MM-DDTHH:MM:SS with a zone")
+
+
+_ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]")
+
+Timestamp = Annotated[
+    AwareDatetime, BeforeValidator(_iso_text), AfterValidator(_in_time_range), PlainSerializer(_utc_text)
+]
 """An aware timestamp within ``DateTime64(3)``'s range, stored in UTC with milliseconds."""
+
+
+def _version_one(value: Any) -> Any:
+    """``1`` itself: not ``true`` or ``1.0``, which a Literal would take as 1."""
+    if type(value) is not int:
+        raise ValueError("schema_version is the integer 1")
+    return value
+
+
+SchemaVersion = Annotated[Literal[1], BeforeValidator(_version_one)]
 
 
 class _Event(BaseModel):
@@ -95,7 +120,7 @@ class _Event(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1]
+    schema_version: SchemaVersion
     event_id: UUID
     sent_at: Timestamp
 

@@ -53,3 +53,19 @@ def test_timestamps_are_written_in_utc_with_milliseconds() -> None:
 def test_counts_beyond_their_column_are_refused() -> None:
     _, rejected = validate_batch([{**good_event(), "n_candidates": 2**64}])
     assert [r.field for r in rejected] == ["n_candidates"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("sent_at", 1700000000),  # epoch seconds as a number
+        ("sent_at", "1700000000"),  # and as text: no scalar is coerced from another kind
+        ("sent_at", 1.7e9),
+        ("schema_version", True),  # a Literal[1] alone took true and 1.0 as 1
+        ("schema_version", 1.0),
+        ("schema_version", "1"),
+    ],
+)
+def test_timestamps_and_the_version_are_not_coerced_from_other_kinds(field: str, value: object) -> None:
+    _, rejected = validate_batch([{**good_event(), field: value}])
+    assert [(r.reason, r.field) for r in rejected] == [("invalid_value", field)]
