@@ -143,14 +143,23 @@ class BoardRefresher:
         except StoreUnavailable as exc:
             entry.error = BoardUnavailable(str(exc)[:500], store_down=True)
         except PanelFailed as exc:
-            log.error("board panel %s failed: %s", panel.kind, exc)
+            if not self._same_failure(entry, str(exc)):
+                log.error("board panel %s failed: %s", panel.kind, exc)
             entry.error = BoardUnavailable(str(exc), store_down=False)
         except Exception as exc:  # the compute process died, say: keep serving, retry next round
-            log.exception("board panel %s failed", panel.kind)
-            entry.error = BoardUnavailable(f"board computation failed: {type(exc).__name__}", False)
+            message = f"board computation failed: {type(exc).__name__}"
+            if not self._same_failure(entry, message):
+                log.exception("board panel %s failed", panel.kind)
+            entry.error = BoardUnavailable(message, False)
         finally:
             self.computations += 1
             entry.done.set()
+
+    @staticmethod
+    def _same_failure(entry: _Entry, message: str) -> bool:
+        """The panel failed the same way at its last refresh: logged then, not again (a
+        panel that keeps failing is retried every round, and logged a traceback each time)."""
+        return entry.error is not None and not entry.error.store_down and str(entry.error) == message
 
     async def close(self) -> None:
         if self._task is not None:

@@ -3,6 +3,7 @@ the report functions they must agree with."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -423,4 +424,38 @@ async def test_refresher_backs_off_a_panel_whose_answer_does_not_change() -> Non
     await at(46.0, True)
     await at(49.9, False)  # unchanged at 46: 4 s
     await at(50.0, True)
+    await refresher.close()
+
+
+async def test_a_panel_failing_the_same_way_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    """It is retried every round (so it recovers at once), but its traceback was logged
+    every 2 s for as long as the board was open."""
+    from ingest.board.compute import Panel
+    from ingest.board.refresher import BoardRefresher, BoardUnavailable
+
+    failure = ["ValueError"]
+    tries: list[int] = []
+
+    async def compute(panel: Panel) -> str:
+        tries.append(1)
+        if failure[0] == "ValueError":
+            raise ValueError("stored config refused")
+        if failure[0] == "KeyError":
+            raise KeyError("other")
+        return "fine"
+
+    refresher = BoardRefresher(compute, interval_s=0.01, keep_s=1000)
+    with caplog.at_level(logging.ERROR, logger="ingest.board.refresher"):
+        with pytest.raises(BoardUnavailable):
+            await refresher.get(Panel("alerts"))
+        await until(lambda: len(tries) >= 5)  # retried round after round
+        assert len([r for r in caplog.records if "failed" in r.getMessage()]) == 1
+        failure[0] = "KeyError"  # failing another way is news: logged
+        seen = len(tries)
+        await until(lambda: len(tries) >= seen + 3)
+        assert len([r for r in caplog.records if "failed" in r.getMessage()]) == 2
+        failure[0] = "fine"
+        seen = len(tries)
+        await until(lambda: len(tries) > seen)
+        assert await refresher.get(Panel("alerts")) == "fine"
     await refresher.close()
