@@ -94,5 +94,10 @@ class IdentificationCheck:
                 if is_spike(recent, baseline, self.rule):
                     alert = identification_alert(engine, recent, baseline, self.rule, datetime.now(UTC))
                     await self.alerts.raise_once(alert)
-        except (StoreError, StoreUnavailable):
-            log.warning("identification check failed; retrying on the next tick", exc_info=True)
+        except (StoreError, StoreUnavailable) as exc:
+            # the store restarting is expected and retried: one line; a refused statement is not
+            log.warning(
+                "identification check failed; retrying on the next tick (%s)",
+                exc,
+                exc_info=not isinstance(exc, StoreUnavailable),
+            )

@@ -73,9 +73,14 @@ class SrmCheck:
             return
         try:
             await self._check(due)
-        except (StoreError, StoreUnavailable):
+        except (StoreError, StoreUnavailable) as exc:
             self.pending.update(due)  # try again on the next tick
-            log.warning("SRM check failed; retrying on the next tick", exc_info=True)
+            # the store restarting is expected and retried: one line; a refused statement is not
+            log.warning(
+                "SRM check failed; retrying on the next tick (%s)",
+                exc,
+                exc_info=not isinstance(exc, StoreUnavailable),
+            )
 
     async def _check(self, due: list[str]) -> None:
         listed = ", ".join(quote(e) for e in due)

@@ -148,9 +148,14 @@ class AutocompleteAnalytics:
                 self.more_orphans = len(found.rows) >= ORPHAN_BATCH
             if due:
                 await self._analyse(due)
-        except (StoreError, StoreUnavailable):
+        except (StoreError, StoreUnavailable) as exc:
             self.pending |= due
-            log.warning("autocomplete analytics failed; retrying on the next tick", exc_info=True)
+            # the store restarting is expected and retried: one line; a refused statement is not
+            log.warning(
+                "autocomplete analytics failed; retrying on the next tick (%s)",
+                exc,
+                exc_info=not isinstance(exc, StoreUnavailable),
+            )
 
     async def _analyse(self, keys: set[CrawlKey]) -> None:
         async with self.lock:

@@ -106,8 +106,13 @@ class PersonalizationRounds:
             due = {(str(s), str(r), str(q)) for s, r, q in found.rows}
             if due:
                 await self._recompute(due)
-        except (StoreError, StoreUnavailable):
-            log.warning("settling personalization rounds failed; retrying on the next tick", exc_info=True)
+        except (StoreError, StoreUnavailable) as exc:
+            # the store restarting is expected and retried: one line; a refused statement is not
+            log.warning(
+                "settling personalization rounds failed; retrying on the next tick (%s)",
+                exc,
+                exc_info=not isinstance(exc, StoreUnavailable),
+            )
 
     async def _recompute(self, keys: set[RoundKey]) -> None:
         listed = ", ".join(f"({quote(s)}, {quote(r)}, {quote(q)})" for s, r, q in sorted(keys))
