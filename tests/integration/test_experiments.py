@@ -20,6 +20,22 @@ def cli(service: Service, *args: str) -> str:
     return result.stdout
 
 
+def admin(service: Service) -> dict[str, str]:
+    return {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
+
+
+def config(experiment_id: str, **changes: object) -> dict[str, object]:
+    """A valid registry body for ``experiment_id``, with ``changes``."""
+    body = {
+        "experiment_id": experiment_id,
+        "engines": ["google"],
+        "arms": {"control": 1, "swap_1_2": 1},
+        "salt": "salt-0123456",
+        "start": "2026-11-01",
+    }
+    return {**body, **changes}
+
+
 def test_create_list_show_stop(service: Service) -> None:
     out = cli(
         service,
@@ -53,14 +69,8 @@ def test_create_list_show_stop(service: Service) -> None:
 
 
 def test_registry_refuses_bad_configs_and_wrong_scopes(service: Service) -> None:
-    headers = {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
-    body = {
-        "experiment_id": "reg-2",
-        "engines": ["google"],
-        "arms": {"swap_1_2": 1, "swap_1_3": 1},
-        "salt": "salt-0123456",
-        "start": "2026-11-01",
-    }
+    headers = admin(service)
+    body = config("reg-2", arms={"swap_1_2": 1, "swap_1_3": 1})
     resp = http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers)
     assert resp.status == 422 and "control" in resp.body["message"]
     body["arms"] = {"control": 1, "swap_1_2": 1}
@@ -78,15 +88,9 @@ def test_an_experiment_stopped_before_its_start_ends_on_its_start_day_and_stays_
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    headers = {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
+    headers = admin(service)
     start = (datetime.now(UTC).date() + timedelta(days=3)).isoformat()
-    body = {
-        "experiment_id": "reg-future",
-        "engines": ["google"],
-        "arms": {"control": 1, "swap_1_2": 1},
-        "salt": "salt-0123456",
-        "start": start,
-    }
+    body = config("reg-future", start=start)
     assert http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers).status == 201
     stopped = http("POST", service.url + "/v1/experiments/reg-future/stop", b"", headers)
     assert stopped.status == 200 and stopped.body["end"] == start and stopped.body["status"] == "stopped"
@@ -98,13 +102,6 @@ def test_an_experiment_stopped_before_its_start_ends_on_its_start_day_and_stays_
 
 
 def test_arm_weights_whose_sum_would_overflow_are_refused(service: Service) -> None:
-    headers = {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
-    body = {
-        "experiment_id": "reg-huge",
-        "engines": ["google"],
-        "arms": {"control": 1e308, "swap_1_2": 1e308},
-        "salt": "salt-0123456",
-        "start": "2026-11-01",
-    }
-    resp = http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers)
+    body = config("reg-huge", arms={"control": 1e308, "swap_1_2": 1e308})
+    resp = http("POST", service.url + "/v1/experiments", orjson.dumps(body), admin(service))
     assert resp.status == 422 and resp.body["error"] == "invalid_experiment"
