@@ -145,7 +145,7 @@ async def post_recompute(request: web.Request) -> web.Response:
 
 def add_routes(app: web.Application, workers: int = 2) -> None:
     """The import routes; chunks are validated in ``workers`` processes (0: in a thread here)."""
-    app[IMPORTER] = BulkImporter(app[STORE])
+    app[IMPORTER] = BulkImporter(app[STORE], app[CONFIG].dedup_horizon_days)
     app[IMPORT_LOCK] = asyncio.Lock()
     pools: list[ProcessPoolExecutor] = []
 

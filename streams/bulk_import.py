@@ -27,10 +27,13 @@ from streams.recompute import arrangement_hourly, arrangement_stats, clicks_by_r
 from streams.sinks.raw_writer import RawWriter
 
 DAY_S = 86400
-LOOKUP_MARGIN_S = 3600
-"""A chunk's ids are looked up within its received_at range widened by an hour each way:
-an event has one received_at per file (its own, else its sent_at), and an event first
-ingested live was received within seconds of being sent."""
+HORIZON_DAYS = 7
+"""A chunk's ids are looked up within its received_at range widened by the dedup horizon
+each way (``dedup_horizon_days``, as the stream looks back for a client's retry): an
+imported line without received_at is stamped with its sent_at, and a live copy of it was
+received whenever it arrived (hours later for a client whose clock is off), and one id
+may sit in a file twice, days apart. A lookup of an hour each way stored such copies
+twice."""
 
 IMPORTABLE_FAMILIES = frozenset({EXTENSION.name, "panel"})
 """Families whose derived tables a bulk import recomputes (extension events) or that have
@@ -59,13 +62,14 @@ def spans_of(events: Iterable[Mapping[str, Any]]) -> set[Span]:
 
 
 class _RangedRawWriter(RawWriter):
-    """Looks a chunk's ids up in its own time range (both ends), however old it is: the
-    fallback for a chunk ClickHouse refuses as a whole, which is then isolated row by row."""
+    """Looks a chunk's ids up in its own time range (both ends) widened by the horizon,
+    however old it is: the fallback for a chunk ClickHouse refuses as a whole, which is
+    then isolated row by row."""
 
     async def _existing_ids(self, family: Family, batch: Any) -> set[str]:
         if not batch.events:
             return set()
-        where = _in_range(*_time_range(batch.events))
+        where = _in_range(*_time_range(batch.events, self.horizon_days * DAY_S))
         found: set[str] = set()
         for start in range(0, len(batch.events), LOOKUP_CHUNK):
             ids = ", ".join(quote(e["event_id"]) for e in batch.events[start : start + LOOKUP_CHUNK])
@@ -87,9 +91,9 @@ _RANGE_SQL = (
 1970-2106; the import refuses such lines, this does not rely on it)."""
 
 
-def _time_range(events: list[dict[str, Any]]) -> tuple[int, int]:
+def _time_range(events: list[dict[str, Any]], margin_s: int) -> tuple[int, int]:
     times = [int(parse_received_at(e["received_at"]).timestamp()) for e in events]
-    return min(times) - LOOKUP_MARGIN_S, max(times) + LOOKUP_MARGIN_S + 1
+    return min(times) - margin_s, max(times) + margin_s + 1
 
 
 def _in_range(lo: int, hi: int) -> str:
@@ -107,9 +111,10 @@ class ImportWrite:
 
 
 class BulkImporter:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, horizon_days: int = HORIZON_DAYS) -> None:
         self.store = store
-        self.raw = _RangedRawWriter(store)
+        self.margin_s = horizon_days * DAY_S
+        self.raw = _RangedRawWriter(store, horizon_days)
 
     async def write(self, family: Family, body: bytes, count: int) -> ImportWrite:
         """Store one chunk of one family's canonical rows (``count`` of them, as JSON lines
@@ -132,11 +137,15 @@ class BulkImporter:
             except StoreError:
                 return await self._row_by_row(family, body)
             lo, hi = (await self.store.query(_RANGE_SQL.format(staging=staging))).rows[0]
-            where = _in_range(int(lo) - LOOKUP_MARGIN_S, int(hi) + LOOKUP_MARGIN_S + 1)
+            where = _in_range(int(lo) - self.margin_s, int(hi) + self.margin_s + 1)
             new = f"import_new_{uuid.uuid4().hex}"
+            # the stored ids are found by the chunk's own (a set of at most a chunk), so the
+            # horizon's days of raw rows are scanned, never held in memory as a set
+            ids = f"SELECT event_id FROM {staging}"
+            stored = f"SELECT event_id FROM {raw} WHERE {where} AND event_id IN ({ids})"
             await self.store.execute(
                 f"CREATE TABLE {new} ENGINE = Memory AS SELECT * FROM {staging} WHERE event_id NOT IN "
-                f"(SELECT event_id FROM {raw} WHERE {where}) LIMIT 1 BY event_id"
+                f"({stored}) LIMIT 1 BY event_id"
             )
             try:
                 inserted = int((await self.store.query(f"SELECT count() FROM {new}")).rows[0][0])

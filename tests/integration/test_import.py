@@ -126,3 +126,34 @@ def test_import_refuses_what_it_cannot_take(service: Service) -> None:
     answer = post("/v1/import", crawler + b"\n[1]", "application/x-ndjson")
     assert answer.status == 200 and answer.body["accepted"] == 0
     assert set(answer.body["rejected_by_reason"]) <= {"missing_field", "not_an_object", "invalid_value"}
+
+
+def test_an_event_is_stored_once_however_far_its_copies_lie_within_the_horizon(
+    service: Service, tmp_path: Path
+) -> None:
+    """A live event from a client whose clock was 3 h behind, imported later without its
+    received_at (so stamped with its sent_at), and one id twice in a file two days apart:
+    each stored once (the lookup looked an hour each way and stored both)."""
+    from tests.helpers import wait_for
+
+    exp = "imported-skew"
+    traffic = ExtensionTraffic(TrafficConfig(experiment_id=exp, seed=3, installs=5))
+    live, twice = itertools.islice(traffic.events(), 2)
+    live["sent_at"] = (datetime.now(UTC) - timedelta(hours=3)).isoformat(timespec="milliseconds")
+    assert service.post([live]).status == 202
+
+    def stored(event_id: str) -> int:
+        return int(service.scalar(f"SELECT count() FROM raw_extension_events WHERE event_id = '{event_id}'"))
+
+    wait_for(lambda: stored(live["event_id"]) == 1, 60, "the live event to be stored")
+    day = datetime(2026, 10, 1, 8, tzinfo=UTC)
+    first = {**twice, "sent_at": day.isoformat(timespec="milliseconds")}
+    again = {**twice, "received_at": (day + timedelta(days=2)).strftime("%Y-%m-%d %H:%M:%S.000")}
+    path = tmp_path / "skew.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(e) for e in (live, first, again)))
+    result = CliRunner().invoke(  # a chunk a line: the two copies of `twice` in two chunks
+        app, ["import", str(path), "--url", service.url, "--api-key", service.api_key, "--chunk-lines", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert stored(live["event_id"]) == 1 and stored(twice["event_id"]) == 1
+    assert_aggregate_exact(service, exp)
