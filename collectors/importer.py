@@ -11,8 +11,10 @@ progress can be shown, then each experiment's study-wide rows.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import gzip
 import sys
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +28,21 @@ NDJSON = "application/x-ndjson"
 
 
 class ImportFailed(Exception):
-    """The service refused a chunk for a reason retrying will not fix (4xx)."""
+    """The service refused a chunk for a reason retrying will not fix (4xx), or cannot be reached."""
+
+
+class Unreachable(ImportFailed):
+    """Nothing answered at the service's URL before the first chunk."""
+
+
+class UnreadableFile(Exception):
+    """An input file stopped making sense part-way (a truncated or corrupt gzip, a broken
+    Parquet file): what came before it was sent."""
+
+
+MAX_LINE_BYTES = 1024 * 1024
+"""A line longer than what ``POST /v1/events`` takes as a whole request cannot be an event:
+it is rejected here (``line_too_long``) instead of sent, where it made its chunk too large."""
 
 
 @dataclass
@@ -54,14 +70,28 @@ def file_size(name: str) -> int:
 
 
 def _text_lines(handle: Iterable[bytes]) -> Iterator[bytes]:
-    for line in handle:
+    for number, line in enumerate(handle):
         line = line.strip()
+        if number == 0 and line.startswith(codecs.BOM_UTF8):  # a file saved "with BOM"
+            line = line[len(codecs.BOM_UTF8) :].strip()
         if line:
             yield line
 
 
 def read_lines(name: str, on_bytes: Callable[[int], None] | None = None) -> Iterator[bytes]:
-    """Each event of a file as one JSON line (bytes); ``on_bytes`` gets the file bytes read."""
+    """Each event of a file as one JSON line (bytes); ``on_bytes`` gets the file bytes read.
+    A file that stops making sense part-way raises ``UnreadableFile`` (after the lines before)."""
+    try:
+        yield from _read_lines(name, on_bytes)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:  # truncated or corrupt gzip
+        raise UnreadableFile(f"{name} is not a whole gzip file ({exc or type(exc).__name__})") from None
+    except Exception as exc:
+        if type(exc).__module__.startswith("pyarrow"):  # ArrowInvalid and kin: a broken Parquet file
+            raise UnreadableFile(f"{name} is not a readable Parquet file ({exc})") from None
+        raise
+
+
+def _read_lines(name: str, on_bytes: Callable[[int], None] | None) -> Iterator[bytes]:
     if name.endswith(".parquet"):
         yield from _parquet_lines(Path(name), on_bytes)
         return
@@ -89,16 +119,32 @@ def _parquet_lines(path: Path, on_bytes: Callable[[int], None] | None) -> Iterat
             on_bytes(int(per_group))
 
 
-def chunks(lines: Iterator[bytes], chunk_lines: int, max_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """(first line number, body) for chunks of at most ``chunk_lines`` lines and ``max_bytes``."""
+def chunks(
+    lines: Iterator[bytes],
+    chunk_lines: int,
+    max_bytes: int,
+    on_too_long: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """(first line number, body) for chunks of at most ``chunk_lines`` lines and ``max_bytes``.
+    A line over ``MAX_LINE_BYTES`` is not sent: ``on_too_long`` gets its number. A line
+    left out stands as an empty line, so the service's line numbers stay the file's."""
     buffer: list[bytes] = []
     size, first = 0, 1
-    for number, line in enumerate(lines, start=1):
-        if buffer and (len(buffer) >= chunk_lines or size + len(line) + 1 > max_bytes):
+    try:
+        for number, line in enumerate(lines, start=1):
+            if len(line) > MAX_LINE_BYTES:
+                if on_too_long is not None:
+                    on_too_long(number)
+                line = b""
+            if buffer and (len(buffer) >= chunk_lines or size + len(line) + 1 > max_bytes):
+                yield first, b"\n".join(buffer)
+                buffer, size, first = [], 0, number
+            buffer.append(line)
+            size += len(line) + 1
+    except UnreadableFile:
+        if buffer:  # every whole line read before the file broke is sent
             yield first, b"\n".join(buffer)
-            buffer, size, first = [], 0, number
-        buffer.append(line)
-        size += len(line) + 1
+        raise
     if buffer:
         yield first, b"\n".join(buffer)
 
@@ -122,6 +168,17 @@ async def _post(session: aiohttp.ClientSession, url: str, body: bytes, content_t
     raise ImportFailed("the service kept answering 503 or hung up; try again later")
 
 
+async def _reachable(session: aiohttp.ClientSession, url: str, timeout_s: float = 10.0) -> None:
+    """Fail at once when nothing answers at ``url`` (a chunk's retries would wait minutes);
+    once the service has answered, a chunk that meets a restart is retried."""
+    try:
+        async with session.get(url.rstrip("/") + "/healthz", timeout=aiohttp.ClientTimeout(total=timeout_s)):
+            pass
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        why = type(exc).__name__
+        raise Unreachable(f"nothing answers at {url} ({why}); is the service running?") from None
+
+
 async def send_all(
     url: str,
     api_key: str,
@@ -134,6 +191,7 @@ async def send_all(
     headers = {"Authorization": f"Bearer {api_key}"}
     timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
+        await _reachable(session, url)
         queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize=in_flight)
 
         async def sender() -> None:
@@ -144,16 +202,22 @@ async def send_all(
                     on_chunk()
 
         tasks = [asyncio.create_task(sender()) for _ in range(in_flight)]
+        unreadable: UnreadableFile | None = None
         try:
-            for item in bodies:
-                await queue.put(item)
-                await asyncio.sleep(0)
-                for t in tasks:
-                    if t.done():
-                        t.result()
+            try:
+                for item in bodies:
+                    await queue.put(item)
+                    await asyncio.sleep(0)
+                    for t in tasks:
+                        if t.done():
+                            t.result()
+            except UnreadableFile as exc:  # the chunks read before it are still sent
+                unreadable = exc
             for _ in tasks:
                 await queue.put(None)
             await asyncio.gather(*tasks)
+            if unreadable is not None:
+                raise unreadable
         finally:
             for t in tasks:
                 t.cancel()

@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import secrets
 import tempfile
 from collections.abc import Iterator
@@ -24,6 +25,10 @@ import orjson
 from core.errors import AuditstreamError
 
 SCOPES = ("ingest", "read", "admin")
+
+
+KEY_NAME = re.compile(r"[\w .:@/-]{1,64}")
+"""What a key's name may hold."""
 
 
 class KeyError_(AuditstreamError):
@@ -83,6 +88,9 @@ class KeyFile:
         bad = set(scopes) - set(SCOPES)
         if bad or not scopes:
             raise KeyError_(f"unknown scopes {sorted(bad)}; choose from {SCOPES}")
+        if not KEY_NAME.fullmatch(name):
+            # the name is a metrics label and a line in `keys list`: no control characters
+            raise KeyError_("a key's name is 1-64 printable characters (letters, digits, space, . _ - : @ /)")
         secret = key or "as_" + secrets.token_urlsafe(24)
         digest = hash_key(secret)
         with self._locked() as keys:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.lifetime import exit_with_parent
 from core.store import StoreError, StoreUnavailable
@@ -38,13 +38,17 @@ PREPARE: web.AppKey[Callable[[bytes], Awaitable[PreparedChunk]]] = web.AppKey("i
 IMPORT_LOCK = web.AppKey("import_lock", asyncio.Lock)
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 MAX_LISTED_REJECTIONS = 100
+MAX_RECOMPUTE = 1000
+"""Days (or studies) one recompute request may name: the client sends one at a time."""
+DAY_S = 86400
 
 
 class _SpanIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-    experiment_id: str
-    engine: str
-    day_start: int
+    experiment_id: str = Field(max_length=200)
+    engine: str = Field(max_length=50)
+    day_start: int = Field(ge=0, lt=2**32 - DAY_S)
+    """A UTC midnight the slices' ``DateTime`` holds (1970-2106)."""
 
 
 class _StudyIn(BaseModel):
@@ -55,8 +59,8 @@ class _StudyIn(BaseModel):
 
 class _RecomputeIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-    spans: list[_SpanIn] = []
-    installs: list[_StudyIn] = []
+    spans: list[_SpanIn] = Field(default=[], max_length=MAX_RECOMPUTE)
+    installs: list[_StudyIn] = Field(default=[], max_length=MAX_RECOMPUTE)
 
 
 async def _body(request: web.Request) -> bytes:

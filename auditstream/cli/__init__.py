@@ -18,6 +18,7 @@ from auditstream.cli import (
     simulate,
     up,
 )
+from auditstream.cli.common import console
 
 app = typer.Typer(
     name="auditstream",
@@ -45,4 +46,9 @@ app.add_typer(extension.app, name="extension")
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except OSError as exc:  # a path the command cannot use (a file where a folder goes, say)
+        where = f": {exc.filename}" if exc.filename else ""
+        console.print(f"[red]error:[/] {exc.strerror or exc}{where}")
+        raise SystemExit(1) from None

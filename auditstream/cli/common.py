@@ -6,6 +6,7 @@ import logging
 import os
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from pydantic import ValidationError
@@ -25,6 +26,23 @@ def _message_console() -> Console:
 
 
 console = _message_console()
+
+
+def base_url(value: str) -> str:
+    """A ``--url``: http(s) with a host, checked before any request is made."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise typer.BadParameter(f"{value!r} is not an http(s) URL; for example http://127.0.0.1:8080")
+    return value
+
+
+ServiceUrl = Annotated[
+    str, typer.Option("--url", help="Base URL of a running auditstream ingest", callback=base_url)
+]
 
 DataDir = Annotated[
     Path | None,

@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from auditstream.cli.common import DataDir, console, fail, load_settings, setup_logging
+from auditstream.cli.common import DataDir, base_url, console, fail, load_settings, setup_logging
 from collectors.common.metrics import serve as serve_metrics
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ ArchiveDir = Annotated[
         "--archive-dir", help="Raw responses (default DATA_DIR/autocomplete/archive, DATA_DIR/serp/archive)"
     ),
 ]
-Url = Annotated[str, typer.Option(help="Base URL of ingest")]
+Url = Annotated[str, typer.Option(help="Base URL of ingest", callback=base_url)]
 ApiKey = Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")]
 
 

@@ -15,12 +15,12 @@ import orjson
 import typer
 from rich.table import Table
 
-from auditstream.cli.common import DataDir, console, fail, load_settings, result_console
+from auditstream.cli.common import DataDir, ServiceUrl, console, fail, load_settings, result_console
 
 db_app = typer.Typer(help="Manage the ClickHouse schema.", no_args_is_help=True)
 schema_app = typer.Typer(help="Event schemas for client authors.", no_args_is_help=True)
 
-Url = Annotated[str, typer.Option("--url", help="Base URL of a running auditstream ingest")]
+Url = ServiceUrl
 ApiKeyOpt = Annotated[
     str | None, typer.Option("--api-key", help="Key with the read scope \\[env: AUDITSTREAM_API_KEY]")
 ]

@@ -12,7 +12,17 @@ from rich.table import Table
 
 from auditstream.cli.common import console, fail, result_console
 from auditstream.cli.data import AdminKeyOpt, Url
-from collectors.importer import ImportFailed, ImportStats, chunks, file_size, read_lines, recompute, send_all
+from collectors.importer import (
+    ImportFailed,
+    ImportStats,
+    Unreachable,
+    UnreadableFile,
+    chunks,
+    file_size,
+    read_lines,
+    recompute,
+    send_all,
+)
 
 Files = Annotated[
     list[str],
@@ -49,11 +59,23 @@ def import_events(
     stats = ImportStats()
     try:
         _send_files(files, url, key, chunk_lines, stats)
-        _recompute(url, key, stats)
-    except ImportFailed as exc:
-        raise fail(f"the service refused the import: {exc}") from None
-    except OSError as exc:
+    except (ImportFailed, UnreadableFile, OSError) as exc:
+        # what was stored before the failure is counted now: the derived tables never lag
+        # the raw rows, whether or not this file can ever be imported to its end
+        _recompute_stored(url, key, stats)
+        if isinstance(exc, Unreachable):
+            raise fail(str(exc)) from None
+        if isinstance(exc, ImportFailed):
+            raise fail(f"the service refused the import: {exc}") from None
+        if isinstance(exc, UnreadableFile):
+            stored = f"the {stats.accepted:,} events before it are stored"
+            raise fail(f"stopped reading: {exc}; {stored}") from None
         raise fail(f"cannot reach {url} or read a file: {exc}") from None
+    try:
+        _recompute(url, key, stats)
+    except (ImportFailed, OSError) as exc:
+        raise fail(f"the events are stored but their tables were not recomputed ({exc}); run the "
+                   "same import again to finish") from None  # fmt: skip
     _print_summary(stats)
     if stats.accepted == 0:
         raise typer.Exit(1)
@@ -72,8 +94,24 @@ def _send_files(files: list[str], url: str, key: str, chunk_lines: int, stats: I
         def on_chunk() -> None:
             progress.update(task, events=f"{stats.accepted:,}")
 
-        bodies = chunks(lines(), chunk_lines, max_bytes=48 * 1024 * 1024)
+        def too_long(number: int) -> None:
+            stats.lines += 1
+            stats.rejected["line_too_long"] += 1
+            if len(stats.examples) < 20:
+                stats.examples.append({"line": number, "reason": "line_too_long", "field": None})
+
+        bodies = chunks(lines(), chunk_lines, max_bytes=48 * 1024 * 1024, on_too_long=too_long)
         asyncio.run(send_all(url, key, bodies, stats, on_chunk))
+
+
+def _recompute_stored(url: str, key: str, stats: ImportStats) -> None:
+    """After a failure: recompute the days already stored, if the service still answers."""
+    if not stats.spans:
+        return
+    try:
+        _recompute(url, key, stats)
+    except (ImportFailed, OSError) as exc:
+        console.print(f"[yellow]the stored events' tables were not recomputed ({exc}); import again[/]")
 
 
 def _recompute(url: str, key: str, stats: ImportStats) -> None:

@@ -9,14 +9,14 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from auditstream.cli.common import console, fail
+from auditstream.cli.common import base_url, console, fail
 
 app = typer.Typer(help="Generate realistic traffic against a running service.", no_args_is_help=True)
 
 
 @app.command()
 def extension(
-    url: Annotated[str, typer.Option(help="Base URL of ingest")] = "http://127.0.0.1:8080",
+    url: Annotated[str, typer.Option(help="Base URL of ingest", callback=base_url)] = "http://127.0.0.1:8080",
     api_key: Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")] = None,
     events: Annotated[int, typer.Option(help="How many events to send")] = 10_000,
     rate: Annotated[float, typer.Option(help="Events per second (0 = as fast as possible)")] = 500.0,
@@ -86,7 +86,7 @@ def _key(api_key: str | None) -> str:
 
 @app.command()
 def autocomplete(
-    url: Annotated[str, typer.Option(help="Base URL of ingest")] = "http://127.0.0.1:8080",
+    url: Annotated[str, typer.Option(help="Base URL of ingest", callback=base_url)] = "http://127.0.0.1:8080",
     api_key: Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")] = None,
     rounds: Annotated[int, typer.Option(help="Crawl rounds (each crawls every root)")] = 12,
     shock: Annotated[
@@ -112,7 +112,7 @@ def autocomplete(
 
 @app.command()
 def personalization(
-    url: Annotated[str, typer.Option(help="Base URL of ingest")] = "http://127.0.0.1:8080",
+    url: Annotated[str, typer.Option(help="Base URL of ingest", callback=base_url)] = "http://127.0.0.1:8080",
     api_key: Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")] = None,
     rounds: Annotated[int, typer.Option(help="Lock-step rounds (one query, every profile)")] = 200,
     study: Annotated[str, typer.Option(help="Study id")] = "demo-pers",
@@ -135,7 +135,7 @@ def personalization(
 
 @app.command()
 def demo(
-    url: Annotated[str, typer.Option(help="Base URL of ingest")] = "http://127.0.0.1:8080",
+    url: Annotated[str, typer.Option(help="Base URL of ingest", callback=base_url)] = "http://127.0.0.1:8080",
     api_key: Annotated[str | None, typer.Option(help="Ingest key \\[env: AUDITSTREAM_API_KEY]")] = None,
     events: Annotated[int, typer.Option(help="Extension events to send")] = 20_000,
     rate: Annotated[float, typer.Option(help="Extension events per second")] = 200.0,

@@ -122,6 +122,12 @@ def test_import_refuses_what_it_cannot_take(service: Service) -> None:
     midday = post("/v1/import/recompute", b'{"spans": [{"experiment_id": "e", "engine": "g", '
                   b'"day_start": 43200}]}', "application/json")  # fmt: skip
     assert midday.status == 400
+    for day in (-86400, 2**32, 10**17):  # outside what the slices' DateTime holds
+        far = post("/v1/import/recompute", orjson.dumps({"spans": [{"experiment_id": "e", "engine": "g",
+                   "day_start": day}]}), "application/json")  # fmt: skip
+        assert far.status == 400 and far.body["error"] == "bad_request", day
+    many = [{"experiment_id": "e", "engine": "g", "day_start": 86400 * i} for i in range(1001)]
+    assert post("/v1/import/recompute", orjson.dumps({"spans": many}), "application/json").status == 400
     crawler = orjson.dumps({"type": "crawl_started", "event_id": "x"})
     answer = post("/v1/import", crawler + b"\n[1]", "application/x-ndjson")
     assert answer.status == 200 and answer.body["accepted"] == 0
@@ -157,3 +163,39 @@ def test_an_event_is_stored_once_however_far_its_copies_lie_within_the_horizon(
     assert result.exit_code == 0, result.output
     assert stored(live["event_id"]) == 1 and stored(twice["event_id"]) == 1
     assert_aggregate_exact(service, exp)
+
+
+def test_a_file_that_breaks_part_way_leaves_no_table_behind_its_raw_rows(
+    service: Service, tmp_path: Path
+) -> None:
+    """An over-long line is a rejection, not the end of the import; a gzip cut short ends it
+    with a clear error, and the events stored before the cut are counted in every table."""
+    exp = "imported-broken"
+    traffic = ExtensionTraffic(TrafficConfig(experiment_id=exp, seed=23, installs=40))
+    start = datetime(2026, 10, 5, 8, tzinfo=UTC)
+    events = []
+    for i, event in enumerate(itertools.islice(traffic.events(), 4000)):
+        event["sent_at"] = (start + timedelta(seconds=40 * i)).isoformat(timespec="milliseconds")
+        events.append(event)
+    lines = [orjson.dumps(e) for e in events]
+
+    long_line = tmp_path / "long.jsonl"  # with a BOM, as some editors save: the first line counts
+    long_line.write_bytes(
+        b"\xef\xbb\xbf"
+        + b"\n".join([*lines[:1000], b'{"x": "' + b"y" * 2_000_000 + b'"}', *lines[1000:2000]])
+    )
+    code, output = run_import(service, str(long_line))
+    assert code == 0, output
+    assert "rejected: line_too_long" in output and "line 1001: line_too_long" in output
+    assert service.scalar(f"SELECT count() FROM extension_events WHERE experiment_id = '{exp}'") == 2000
+
+    cut = tmp_path / "cut.jsonl.gz"
+    whole = gzip.compress(b"\n".join(lines[2000:]), mtime=0)
+    cut.write_bytes(whole[: len(whole) * 3 // 4])
+    code, output = run_import(service, str(cut))
+    assert code == 1 and "is not a whole gzip file" in output, output
+    stored = service.scalar(f"SELECT count() FROM extension_events WHERE experiment_id = '{exp}'")
+    assert 2000 < stored < 4000  # the chunks before the cut
+    assert_aggregate_exact(service, exp)  # and every table counts them
+    assert_install_stats_exact(service, exp)
+    assert_study_install_rows_exact(service, exp)

@@ -107,3 +107,27 @@ def test_a_quintile_range_is_printed_as_the_about_n_results_it_covers() -> None:
     assert first == "0 <= n_candidates_bucket <= 9 (About N results: from 1 to under 10)"
     last = _bucket_range({"column": "n_candidates_bucket", "above": 79, "at_most": None})
     assert last == "79 < n_candidates_bucket (About N results: from 100,000,000 and more)"
+
+
+@pytest.mark.parametrize("url", ["notaurl", "http://[::1", "ftp://host/", "http://", "http://h:99999"])
+def test_a_url_that_is_not_http_is_a_usage_error_not_a_traceback(url: str) -> None:
+    commands = (["sql", "SELECT 1"], ["experiment", "show", "x"], ["import", "-"], ["simulate", "extension"])
+    for args in commands:
+        result = runner.invoke(app, [*args, "--url", url, "--api-key", "k"])
+        assert result.exit_code == 2, (args, result.output)
+        assert "is not an http(s) URL" in result.output and "Traceback" not in result.output
+
+
+def test_a_path_a_command_cannot_use_is_a_one_line_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for args in (
+        ["schema", "export", "--out", str(a_file)],
+        ["keys", "create", "--name", "x", "--data-dir", str(a_file)],
+    ):
+        out = subprocess.run([sys.executable, "-m", "auditstream", *args], capture_output=True, text=True)
+        assert out.returncode == 1, out
+        assert "error:" in out.stderr and "Traceback" not in out.stderr + out.stdout, out.stderr

@@ -35,3 +35,14 @@ def test_registering_a_given_key_twice_keeps_one_entry(tmp_path: Path) -> None:
     keys.create("cli", ("ingest",), key="fixed-key-123")
     keys.create("cli", ("ingest", "read"), key="fixed-key-123")
     assert len(keys.load()) == 1 and keys.load()[0].scopes == ("ingest", "read")
+
+
+@pytest.mark.parametrize("name", ["", "x" * 65, "a\nb", "red\x1b[31m", "tab\tname"])
+def test_a_key_name_that_would_garble_a_listing_or_a_label_is_refused(tmp_path: Path, name: str) -> None:
+    from ingest.api_keys import KeyError_
+
+    keys = KeyFile(tmp_path / "keys.json")
+    with pytest.raises(KeyError_, match="1-64 printable"):
+        keys.create(name, ("read",))
+    assert keys.load() == []
+    assert keys.create("lab reader: anna@example.org", ("read",))[0].name == "lab reader: anna@example.org"

@@ -81,7 +81,8 @@
   }
 
   function colorOf(arm, i) {
-    return ARM_COLORS[arm] || PALETTE[i % PALETTE.length];
+    // own keys only: an arm named "constructor" or "toString" would find Object's
+    return Object.hasOwn(ARM_COLORS, arm) ? ARM_COLORS[arm] : PALETTE[i % PALETTE.length];
   }
 
   function swatch(color) {
