@@ -128,9 +128,14 @@ def _record(prefix: str, model: BaseModel, received_at: str) -> tuple[str, bytes
 
 
 def store_unavailable(request: web.Request, exc: StoreUnavailable) -> web.HTTPException:
-    """503 with Retry-After: ClickHouse is down or restarting, the request may be retried."""
+    """503 with Retry-After: ClickHouse is down or restarting, the request may be retried.
+    The cause (which names the store's internal address) goes to the log, not the caller."""
+    log.warning("store unavailable for %s %s: %s", request.method, request.path, str(exc)[:500])
     return problem(
-        503, "store_unavailable", str(exc)[:500], {"Retry-After": str(request.app[CONFIG].retry_after_s)}
+        503,
+        "store_unavailable",
+        "the store is down or restarting; retry after Retry-After seconds",
+        {"Retry-After": str(request.app[CONFIG].retry_after_s)},
     )
 
 
