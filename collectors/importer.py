@@ -127,7 +127,8 @@ def chunks(
 ) -> Iterator[tuple[int, bytes]]:
     """(first line number, body) for chunks of at most ``chunk_lines`` lines and ``max_bytes``.
     A line over ``MAX_LINE_BYTES`` is not sent: ``on_too_long`` gets its number. A line
-    left out stands as an empty line, so the service's line numbers stay the file's."""
+    left out stands as an empty line, so it keeps its place in the numbering (the
+    non-blank lines of the files, counted on across them)."""
     buffer: list[bytes] = []
     size, first = 0, 1
     try:
@@ -149,10 +150,13 @@ def chunks(
         yield first, b"\n".join(buffer)
 
 
-async def _post(session: aiohttp.ClientSession, url: str, body: bytes, content_type: str) -> Any:
-    """POST with retries on 429/503 and lost connections (the same chunk is harmless twice)."""
+async def _post(
+    session: aiohttp.ClientSession, url: str, body: bytes, content_type: str, tries: int = 30
+) -> Any:
+    """POST with retries on 429/503 and lost or cut-off answers (the same chunk is harmless
+    twice): ``tries`` attempts, the waits doubling up to 10 s."""
     delay = 0.5
-    for _ in range(30):
+    for _ in range(tries):
         try:
             async with session.post(url, data=body, headers={"Content-Type": content_type}) as resp:
                 text = await resp.read()
@@ -161,7 +165,7 @@ async def _post(session: aiohttp.ClientSession, url: str, body: bytes, content_t
                 if resp.status not in (429, 502, 503):
                     raise ImportFailed(f"{resp.status}: {text[:500].decode('utf-8', 'replace')}")
                 delay = float(resp.headers.get("Retry-After", delay))
-        except (TimeoutError, aiohttp.ClientConnectionError):
+        except (TimeoutError, aiohttp.ClientError):  # a payload cut off mid-answer too
             pass
         await asyncio.sleep(delay)
         delay = min(delay * 2, 10.0)
@@ -192,48 +196,53 @@ async def send_all(
     timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
         await _reachable(session, url)
-        queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize=in_flight)
+        endpoint = url.rstrip("/") + "/v1/import"
 
-        async def sender() -> None:
-            while (item := await queue.get()) is not None:
-                first, body = item
-                stats.add(await _post(session, url.rstrip("/") + "/v1/import", body, NDJSON), first)
-                if on_chunk is not None:
-                    on_chunk()
+        async def send(first: int, body: bytes) -> None:
+            stats.add(await _post(session, endpoint, body, NDJSON), first)
+            if on_chunk is not None:
+                on_chunk()
 
-        tasks = [asyncio.create_task(sender()) for _ in range(in_flight)]
-        unreadable: UnreadableFile | None = None
+        # at most ``in_flight`` chunks at once; when one fails, no new chunk starts but those
+        # in flight are let finish, so every chunk the service stored has its days in stats
+        running: set[asyncio.Task[None]] = set()
+        failure: BaseException | None = None
         try:
-            try:
-                for item in bodies:
-                    await queue.put(item)
-                    await asyncio.sleep(0)
-                    for t in tasks:
-                        if t.done():
-                            t.result()
-            except UnreadableFile as exc:  # the chunks read before it are still sent
-                unreadable = exc
-            for _ in tasks:
-                await queue.put(None)
-            await asyncio.gather(*tasks)
-            if unreadable is not None:
-                raise unreadable
-        finally:
-            for t in tasks:
+            for first, body in bodies:
+                while len(running) >= in_flight and failure is None:
+                    done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                    failure = next((t.exception() for t in done if t.exception() is not None), None)
+                if failure is not None:
+                    break
+                running.add(asyncio.create_task(send(first, body)))
+        except UnreadableFile as exc:  # the chunks read before it are still sent
+            failure = exc
+        except BaseException:  # interrupted: what is in flight cannot be waited for
+            for t in running:
                 t.cancel()
+            raise
+        results = await asyncio.gather(*running, return_exceptions=True)
+        failure = failure or next((r for r in results if isinstance(r, BaseException)), None)
+        if failure is not None:
+            raise failure
 
 
 async def recompute(
-    url: str, api_key: str, spans: set[tuple[str, str, int]], on_step: Callable[[], None] | None = None
+    url: str,
+    api_key: str,
+    spans: set[tuple[str, str, int]],
+    on_step: Callable[[], None] | None = None,
+    tries: int = 30,
 ) -> None:
-    """Recompute each touched day, then each touched experiment's study-wide rows."""
+    """Recompute each touched day, then each touched experiment's study-wide rows (each
+    request retried up to ``tries`` times, as ``_post``)."""
     headers = {"Authorization": f"Bearer {api_key}"}
     endpoint = url.rstrip("/") + "/v1/import/recompute"
     timeout = aiohttp.ClientTimeout(total=None, sock_read=3600)
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
         for experiment_id, engine, day in sorted(spans):
             span = {"experiment_id": experiment_id, "engine": engine, "day_start": day}
-            await _post(session, endpoint, orjson.dumps({"spans": [span]}), "application/json")
+            await _post(session, endpoint, orjson.dumps({"spans": [span]}), "application/json", tries)
             if on_step is not None:
                 on_step()
         for experiment_id, engine in sorted({(e, g) for e, g, _ in spans}):
@@ -242,6 +251,7 @@ async def recompute(
                 endpoint,
                 orjson.dumps({"installs": [{"experiment_id": experiment_id, "engine": engine}]}),
                 "application/json",
+                tries,
             )
             if on_step is not None:
                 on_step()

@@ -54,7 +54,9 @@ class Settings(BaseSettings):
         64 * 1024**2, ge=1, description="Analyst SQL: most bytes in an answer (before JSON)."
     )
     dedup_horizon_days: int = Field(
-        7, ge=1, description="How far back a client retry is recognised by event_id."
+        7,
+        ge=1,
+        description="How far apart two copies of an event_id are recognised (a client's retry, an import).",
     )
 
     # ingest

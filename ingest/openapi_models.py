@@ -159,8 +159,9 @@ class ExperimentReport(_Closed):
     unweighted_arms: list[ReportArm] | None
     subset_bounds: dict[str, Any] | None = Field(
         default=None,
-        description="An n_candidates quintile: the n_candidates_bucket range it counted "
-        "(above: exclusive, at_most: inclusive; null where the quintile is open).",
+        description="An n_candidates quintile: the n_candidates_bucket range its units were "
+        "counted in (above: exclusive, at_most: inclusive; null where the quintile is open). "
+        "The preprocessing rows use the quintile's boundaries over all units.",
     )
 
 

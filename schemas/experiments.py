@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, date, datetime
 from typing import Annotated, Literal
 
@@ -19,9 +20,11 @@ class ExperimentConfig(BaseModel):
 
     experiment_id: Ident
     engines: Annotated[list[Engine], Field(min_length=1, max_length=10)]
-    arms: Annotated[dict[Ident, Annotated[float, Field(gt=0, le=1e9)]], Field(min_length=2, max_length=20)]
-    """Arm -> allocation weight, relative (normalised over an engine's arms); bounded so
-    their sum stays finite."""
+    arms: Annotated[
+        dict[Ident, Annotated[float, Field(gt=0, allow_inf_nan=False)]], Field(min_length=2, max_length=20)
+    ]
+    """Arm -> allocation weight, relative (normalised over an engine's arms, so their sum
+    must be finite: 1e308 twice made every normalised weight 0)."""
     salt: Annotated[str, Field(min_length=8, max_length=128)]
     start: date
     end: date | None = None
@@ -37,6 +40,8 @@ class ExperimentConfig(BaseModel):
     def _control_and_dates(self) -> ExperimentConfig:
         if "control" not in self.arms:
             raise ValueError("an experiment needs a 'control' arm")
+        if not math.isfinite(sum(self.arms.values())):
+            raise ValueError("the arms' weights are relative: their sum must be a finite number")
         if self.end is not None and self.end < self.start:
             raise ValueError("end is before start")
         for engine, arms in self.engine_arms.items():

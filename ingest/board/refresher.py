@@ -46,6 +46,8 @@ class _Entry:
     interval_s: float = 0.0
     """Seconds until its next refresh (longer while its answer does not change)."""
     error: BoardUnavailable | None = None
+    failure: str = ""
+    """The last failure's type and message, to log a repeated one once."""
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -140,26 +142,32 @@ class BoardRefresher:
             entry.value = value
             entry.computed_at = self.clock()
             entry.error = None
-        except StoreUnavailable as exc:
-            entry.error = BoardUnavailable(str(exc)[:500], store_down=True)
+        except StoreUnavailable as exc:  # the cause names the store's address: the log's, not the caller's
+            if not self._same_failure(entry, f"StoreUnavailable: {exc}"):
+                log.warning("board panel %s: %s", panel.kind, str(exc)[:500])
+            entry.error = BoardUnavailable("the store is down or restarting; retry shortly", store_down=True)
+            entry.failure = f"StoreUnavailable: {exc}"
         except PanelFailed as exc:
-            if not self._same_failure(entry, str(exc)):
-                log.error("board panel %s failed: %s", panel.kind, exc)
+            if not self._same_failure(entry, f"PanelFailed: {exc}"):
+                log.error("board panel %s failed: %s (repeats are not logged)", panel.kind, exc)
             entry.error = BoardUnavailable(str(exc), store_down=False)
+            entry.failure = f"PanelFailed: {exc}"
         except Exception as exc:  # the compute process died, say: keep serving, retry next round
-            message = f"board computation failed: {type(exc).__name__}"
-            if not self._same_failure(entry, message):
-                log.exception("board panel %s failed", panel.kind)
-            entry.error = BoardUnavailable(message, False)
+            failure = f"{type(exc).__name__}: {exc}"
+            if not self._same_failure(entry, failure):
+                log.exception("board panel %s failed (repeats are not logged)", panel.kind)
+            entry.error = BoardUnavailable(f"board computation failed: {type(exc).__name__}", False)
+            entry.failure = failure
         finally:
             self.computations += 1
             entry.done.set()
 
     @staticmethod
-    def _same_failure(entry: _Entry, message: str) -> bool:
-        """The panel failed the same way at its last refresh: logged then, not again (a
-        panel that keeps failing is retried every round, and logged a traceback each time)."""
-        return entry.error is not None and not entry.error.store_down and str(entry.error) == message
+    def _same_failure(entry: _Entry, failure: str) -> bool:
+        """The panel failed the same way (type and message) at its last refresh: logged
+        then, not again (a panel that keeps failing is retried every round, and logged a
+        traceback each time)."""
+        return entry.error is not None and entry.failure == failure
 
     async def close(self) -> None:
         if self._task is not None:

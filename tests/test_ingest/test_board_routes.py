@@ -139,11 +139,13 @@ async def test_bad_parameters_are_400(app: App, query: str) -> None:
 
 
 async def test_store_down_is_503_with_retry_after(tmp_path: Path) -> None:
-    client, keys = await client_for(tmp_path, NoStore("no store here"))
+    client, keys = await client_for(tmp_path, NoStore("store at http://127.0.0.1:4711 unreachable"))
     try:
         resp = await client.get("/v1/board/index", headers=bearer(keys["read"]))
         assert resp.status == 503 and "Retry-After" in resp.headers
-        assert (await resp.json())["error"] == "store_unavailable"
+        body = await resp.json()
+        assert body["error"] == "store_unavailable"
+        assert "4711" not in body["message"]  # the store's address is the log's, not the caller's
     finally:
         await client.close()
 
