@@ -47,8 +47,9 @@ def import_events(
     An export of the raw tables has received_at; without it the event's sent_at is used, so a
     re-import stores the same rows. Importing the same file twice changes nothing.
 
-    Needs a key with the admin scope. The derived tables are recomputed in bulk at the end; an
-    import that was stopped is finished by running it again.
+    Needs a key with the admin scope. The derived tables are recomputed in bulk at the end (and
+    for what was stored, when a file breaks part-way); an import that was stopped is finished
+    by running it again. A line over 1 MiB is rejected, not sent.
     """
     key = api_key or os.environ.get("AUDITSTREAM_API_KEY", "")
     if not key:
