@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
+import time
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
@@ -127,10 +129,19 @@ def _record(prefix: str, model: BaseModel, received_at: str) -> tuple[str, bytes
     return family.topic(prefix), family.key(vars(model)), value
 
 
+STORE_WARNING_EVERY_S = 10.0
+_store_warned_at = -math.inf
+
+
 def store_unavailable(request: web.Request, exc: StoreUnavailable) -> web.HTTPException:
     """503 with Retry-After: ClickHouse is down or restarting, the request may be retried.
-    The cause (which names the store's internal address) goes to the log, not the caller."""
-    log.warning("store unavailable for %s %s: %s", request.method, request.path, str(exc)[:500])
+    The cause (which names the store's internal address) goes to the log, not the caller:
+    once per ``STORE_WARNING_EVERY_S`` (every refused request of an outage would flood it)."""
+    global _store_warned_at
+    now = time.monotonic()
+    if now - _store_warned_at >= STORE_WARNING_EVERY_S:
+        _store_warned_at = now
+        log.warning("store unavailable for %s %s: %s", request.method, request.path, str(exc)[:500])
     return problem(
         503,
         "store_unavailable",

@@ -45,17 +45,20 @@ def extension(
         console=console,
     ) as progress:
         task = progress.add_task("post", total=events)
-        stats = asyncio.run(
-            post_batches(
-                url,
-                key,
-                traffic.batches(min(batch_size, 500), events),
-                rate=rate or None,
-                concurrency=concurrency,
-                duration_s=duration or None,
-                on_progress=lambda n: progress.advance(task, n),
+        try:
+            stats = asyncio.run(
+                post_batches(
+                    url,
+                    key,
+                    traffic.batches(min(batch_size, 500), events),
+                    rate=rate or None,
+                    concurrency=concurrency,
+                    duration_s=duration or None,
+                    on_progress=lambda n: progress.advance(task, n),
+                )
             )
-        )
+        except RuntimeError as exc:  # nothing answers, or ingest refused a batch
+            raise fail(str(exc)) from None
     console.print(
         f"accepted {stats.accepted}, rejected {stats.rejected}, "
         f"requests {stats.requests}, retries {stats.retries}"
@@ -72,7 +75,10 @@ def _post_in_order(url: str, key: str, batches: list[list[dict]], label: str) ->
     ) as progress:
         task = progress.add_task("post", total=len(batches))
         for batch in batches:
-            accepted += asyncio.run(post_batches(url, key, [batch], concurrency=1)).accepted
+            try:
+                accepted += asyncio.run(post_batches(url, key, [batch], concurrency=1)).accepted
+            except RuntimeError as exc:  # nothing answers, or ingest refused a batch
+                raise fail(str(exc)) from None
             progress.advance(task)
     return accepted
 

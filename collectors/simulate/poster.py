@@ -86,7 +86,32 @@ async def post_batches(
 
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(timeout=timeout) as session:
+        try:  # nothing answering at all is said at once, not after minutes of retries
+            async with session.get(url.rstrip("/") + "/healthz", timeout=aiohttp.ClientTimeout(total=10)):
+                pass
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise RuntimeError(
+                f"nothing answers at {url} ({type(exc).__name__}); is the service running?"
+            ) from None
         tasks = [asyncio.create_task(worker(session)) for _ in range(concurrency)]
+
+        async def put(item: list[dict[str, Any]] | None) -> None:
+            """Queue ``item``, or raise a worker's error: once every worker has failed, a
+            plain ``put`` on a full queue would wait forever."""
+            putter = asyncio.ensure_future(queue.put(item))
+            running = set(tasks)
+            while running:
+                done, _ = await asyncio.wait({putter, *running}, return_when=asyncio.FIRST_COMPLETED)
+                if putter in done:
+                    return
+                for t in done:  # a worker that took its None ends; one that failed raises here
+                    running.discard(t)
+                    if t.exception() is not None:
+                        putter.cancel()
+                        t.result()
+            putter.cancel()
+            raise RuntimeError("every sender stopped before the batches were sent")
+
         try:
             for batch in batches:
                 if duration_s is not None and time.monotonic() - started > duration_s:
@@ -96,9 +121,9 @@ async def post_batches(
                     if ahead > 0:
                         await asyncio.sleep(ahead)
                 scheduled += len(batch)
-                await queue.put(batch)
+                await put(batch)
             for _ in tasks:
-                await queue.put(None)
+                await put(None)
             await asyncio.gather(*tasks)
         finally:
             for t in tasks:
