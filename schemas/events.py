@@ -36,10 +36,9 @@ Ident = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Za-z0-9][A-Z
 """Short machine identifier: experiment, arm, study, round, profile, crawl ids."""
 Engine = Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z][a-z0-9_]{1,31}$")]
 InstallId = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Za-z0-9_-]{8,64}$")]
-Version = Annotated[
-    str,
-    StringConstraints(strict=True, pattern=r"^[0-9]{1,4}(\.[0-9]{1,6}){0,3}([-+][A-Za-z0-9.]{1,20})?$"),
-]
+Version = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9]{1,5}(\.[0-9]{1,5}){0,3}$")]
+"""The extension's manifest version, as Chrome requires it: one to four dot-separated
+integers. A free build tag ("1.0+johns.bank.com") could carry words, so there is none."""
 UiLang = Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z]{2,3}(-[A-Z]{2})?$")]
 Text = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=512)]
 Rank = Annotated[StrictInt, Field(ge=1, le=100)]

@@ -69,3 +69,15 @@ def test_counts_beyond_their_column_are_refused() -> None:
 def test_timestamps_and_the_version_are_not_coerced_from_other_kinds(field: str, value: object) -> None:
     _, rejected = validate_batch([{**good_event(), field: value}])
     assert [(r.reason, r.field) for r in rejected] == [("invalid_value", field)]
+
+
+@pytest.mark.parametrize("version", ["1.0+johns.bank.com", "1.5.0-my-name", "v1.5", "1.2.3.4.5", "1..2"])
+def test_an_extension_version_is_a_manifest_version_and_carries_no_words(version: str) -> None:
+    _, rejected = validate_batch([{**good_event(), "extension_version": version}])
+    assert [(r.reason, r.field) for r in rejected] == [("invalid_value", "extension_version")]
+
+
+@pytest.mark.parametrize("version", ["1", "1.5.0", "65535.0.0.1"])
+def test_manifest_versions_pass(version: str) -> None:
+    accepted, rejected = validate_batch([{**good_event(), "extension_version": version}])
+    assert not rejected and len(accepted) == 1
