@@ -24,15 +24,13 @@ from typing import Any
 import aiohttp
 import orjson
 
+from collectors.common.http import ensure_answers
+
 NDJSON = "application/x-ndjson"
 
 
 class ImportFailed(Exception):
-    """The service refused a chunk for a reason retrying will not fix (4xx), or cannot be reached."""
-
-
-class Unreachable(ImportFailed):
-    """Nothing answered at the service's URL before the first chunk."""
+    """The service refused a chunk for a reason retrying will not fix (4xx)."""
 
 
 class UnreadableFile(Exception):
@@ -172,17 +170,6 @@ async def _post(
     raise ImportFailed("the service kept answering 503 or hung up; try again later")
 
 
-async def _reachable(session: aiohttp.ClientSession, url: str, timeout_s: float = 10.0) -> None:
-    """Fail at once when nothing answers at ``url`` (a chunk's retries would wait minutes);
-    once the service has answered, a chunk that meets a restart is retried."""
-    try:
-        async with session.get(url.rstrip("/") + "/healthz", timeout=aiohttp.ClientTimeout(total=timeout_s)):
-            pass
-    except (TimeoutError, aiohttp.ClientError) as exc:
-        why = type(exc).__name__
-        raise Unreachable(f"nothing answers at {url} ({why}); is the service running?") from None
-
-
 async def send_all(
     url: str,
     api_key: str,
@@ -195,7 +182,7 @@ async def send_all(
     headers = {"Authorization": f"Bearer {api_key}"}
     timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
-        await _reachable(session, url)
+        await ensure_answers(url, session)
         endpoint = url.rstrip("/") + "/v1/import"
 
         async def send(first: int, body: bytes) -> None:

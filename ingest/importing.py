@@ -30,7 +30,7 @@ from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
 from ingest.import_chunks import PreparedChunk, prepare_chunk
 from schemas.topics import FAMILIES
-from streams.bulk_import import BulkImporter, Span
+from streams.bulk_import import DAY_S, BulkImporter, Span
 
 BY_FAMILY = {f.name: f for f in FAMILIES}
 IMPORTER = web.AppKey("bulk_importer", BulkImporter)
@@ -40,7 +40,6 @@ NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-l
 MAX_LISTED_REJECTIONS = 100
 MAX_RECOMPUTE = 1000
 """Days (or studies) one recompute request may name: the client sends one at a time."""
-DAY_S = 86400
 
 
 class _SpanIn(BaseModel):

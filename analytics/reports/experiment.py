@@ -104,21 +104,30 @@ class ReportQuery:
             parts.append(self._subset_condition(preprocessing))
         parts += self._time_conditions()
         if preprocessing:
-            parts.append(f"install_age_days >= {int(self.burn_in_days)}")
-            if self.identified_only:
-                parts.append("identified = 1")
+            parts += self._preprocessing()
         return " AND ".join(parts)
+
+    def _preprocessing(self) -> list[str]:
+        """The burn-in and identification rules as conditions."""
+        kept = [f"install_age_days >= {int(self.burn_in_days)}"]
+        return [*kept, "identified = 1"] if self.identified_only else kept
+
+    def _quintile(self) -> tuple[str, int] | None:
+        """An ``n_candidates`` quintile subset's page condition and number (1..5), else None."""
+        found = QUINTILE.fullmatch(self.subset)
+        if not found:
+            return None
+        return (SUBSETS["no_ads_no_box"] if found.group(1) else "1"), int(found.group(2))
 
     def _subset_condition(self, preprocessing: bool) -> str:
         if self.study_wide:
             return f"subset = {quote(self.subset)}"
         if self.subset in SUBSETS:
             return SUBSETS[self.subset]
-        quintile = QUINTILE.fullmatch(self.subset)
-        if not quintile:
+        quintile = self._quintile()
+        if quintile is None:
             raise ValueError(f"unknown subset {self.subset!r}; choose from {subset_names()}")
-        within = SUBSETS["no_ads_no_box"] if quintile.group(1) else "1"
-        k = int(quintile.group(2))
+        within, k = quintile
         if self.quintile_bounds is not None:
             kept, every = self.quintile_bounds
             literal = kept if preprocessing else every
@@ -138,23 +147,20 @@ class ReportQuery:
     @property
     def quintile(self) -> int | None:
         """1..5 for an ``n_candidates`` quintile subset, else None."""
-        found = QUINTILE.fullmatch(self.subset)
-        return int(found.group(2)) if found else None
+        quintile = self._quintile()
+        return quintile[1] if quintile else None
 
     def quintile_bounds_sql(self) -> str:
         """Both sets of a quintile's boundaries in one pass over the selection: over the
         units preprocessing keeps (the report's) and over all units (its drops), as the
         inline subqueries of ``_subset_condition`` compute them."""
-        found = QUINTILE.fullmatch(self.subset)
-        if not found:
+        quintile = self._quintile()
+        if quintile is None:
             raise ValueError(f"{self.subset!r} is not an n_candidates quintile")
-        within = SUBSETS["no_ads_no_box"] if found.group(1) else "1"
-        kept = [f"install_age_days >= {int(self.burn_in_days)}"]
-        if self.identified_only:
-            kept.append("identified = 1")
+        within = quintile[0]
         quantiles = "quantilesExactWeighted{}(0.2, 0.4, 0.6, 0.8)(n_candidates_bucket, units{})"
         return (
-            f"SELECT {quantiles.format('If', ', ' + ' AND '.join(kept))} AS kept, "
+            f"SELECT {quantiles.format('If', ', ' + ' AND '.join(self._preprocessing()))} AS kept, "
             f"{quantiles.format('', '')} AS every "
             f"FROM {self._source} WHERE {self._where(preprocessing=False, subset=False)} "
             f"AND {within} AND n_candidates_bucket >= 0"

@@ -12,10 +12,10 @@ from rich.table import Table
 
 from auditstream.cli.common import console, fail, result_console
 from auditstream.cli.data import AdminKeyOpt, Url
+from collectors.common.http import ServiceUnreachable
 from collectors.importer import (
     ImportFailed,
     ImportStats,
-    Unreachable,
     UnreadableFile,
     chunks,
     file_size,
@@ -60,11 +60,11 @@ def import_events(
     stats = ImportStats()
     try:
         _send_files(files, url, key, chunk_lines, stats)
-    except (ImportFailed, UnreadableFile, OSError) as exc:
+    except (ImportFailed, UnreadableFile, ServiceUnreachable, OSError) as exc:
         # what was stored before the failure is counted now: the derived tables never lag
         # the raw rows, whether or not this file can ever be imported to its end
         _recompute_stored(url, key, stats)
-        if isinstance(exc, Unreachable):
+        if isinstance(exc, ServiceUnreachable):
             raise fail(str(exc)) from None
         if isinstance(exc, ImportFailed):
             raise fail(f"the service refused the import: {exc}") from None

@@ -37,6 +37,7 @@ def extension(
     if not key:
         raise fail("pass --api-key or set AUDITSTREAM_API_KEY", 2)
     traffic = ExtensionTraffic(TrafficConfig(experiment_id=experiment, installs=installs, seed=seed))
+    _answering(url)
     with Progress(
         TextColumn("[bold]extension traffic"),
         BarColumn(),
@@ -57,7 +58,7 @@ def extension(
                     on_progress=lambda n: progress.advance(task, n),
                 )
             )
-        except RuntimeError as exc:  # nothing answers, or ingest refused a batch
+        except RuntimeError as exc:  # ingest refused a batch, or kept answering 503
             raise fail(str(exc)) from None
     console.print(
         f"accepted {stats.accepted}, rejected {stats.rejected}, "
@@ -70,6 +71,7 @@ def _post_in_order(url: str, key: str, batches: list[list[dict]], label: str) ->
     from collectors.simulate.poster import post_batches
 
     accepted = 0
+    _answering(url)
     with Progress(
         TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), console=console
     ) as progress:
@@ -77,10 +79,21 @@ def _post_in_order(url: str, key: str, batches: list[list[dict]], label: str) ->
         for batch in batches:
             try:
                 accepted += asyncio.run(post_batches(url, key, [batch], concurrency=1)).accepted
-            except RuntimeError as exc:  # nothing answers, or ingest refused a batch
+            except RuntimeError as exc:  # ingest refused a batch, or kept answering 503
                 raise fail(str(exc)) from None
             progress.advance(task)
     return accepted
+
+
+def _answering(url: str) -> None:
+    """Fail at once when nothing answers at ``url``: the poster's retries are for a service
+    that restarts, and would wait minutes on a wrong URL."""
+    from collectors.common.http import ServiceUnreachable, ensure_answers
+
+    try:
+        asyncio.run(ensure_answers(url))
+    except ServiceUnreachable as exc:
+        raise fail(str(exc)) from None
 
 
 def _key(api_key: str | None) -> str:

@@ -6,6 +6,7 @@ it saw (a timeout is a result too) and decides about retries in one place.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -73,3 +74,26 @@ async def raw_response(resp: aiohttp.ClientResponse, url: str, cap: int) -> RawR
 def no_answer(url: str, exc: BaseException) -> RawResponse:
     """A request that got no answer (connection error, timeout)."""
     return RawResponse(url, 0, b"", datetime.now(UTC), error=network_error(exc))
+
+
+class ServiceUnreachable(Exception):
+    """Nothing answered at a service's base URL."""
+
+
+async def ensure_answers(
+    url: str, session: aiohttp.ClientSession | None = None, timeout_s: float = 10.0
+) -> None:
+    """Raise ``ServiceUnreachable`` at once when nothing answers ``GET /healthz`` at ``url``:
+    for a command about to send, whose retries (meant for a service that restarts) would
+    otherwise wait for minutes on a wrong URL or a service that never ran."""
+    async with contextlib.AsyncExitStack() as stack:
+        if session is None:
+            session = await stack.enter_async_context(aiohttp.ClientSession())
+        try:
+            async with session.get(
+                url.rstrip("/") + "/healthz", timeout=aiohttp.ClientTimeout(total=timeout_s)
+            ):
+                pass
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            why = type(exc).__name__
+            raise ServiceUnreachable(f"nothing answers at {url} ({why}); is the service running?") from None

@@ -86,13 +86,6 @@ async def post_batches(
 
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(timeout=timeout) as session:
-        try:  # nothing answering at all is said at once, not after minutes of retries
-            async with session.get(url.rstrip("/") + "/healthz", timeout=aiohttp.ClientTimeout(total=10)):
-                pass
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise RuntimeError(
-                f"nothing answers at {url} ({type(exc).__name__}); is the service running?"
-            ) from None
         tasks = [asyncio.create_task(worker(session)) for _ in range(concurrency)]
 
         async def put(item: list[dict[str, Any]] | None) -> None:

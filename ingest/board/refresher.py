@@ -38,6 +38,10 @@ class BoardUnavailable(Exception):
         self.store_down = store_down
 
 
+STORE_DOWN = "the store is down or restarting; retry shortly"
+"""What a panel says while the store is away (its cause, with the store's address, is logged)."""
+
+
 @dataclass
 class _Entry:
     wanted_at: float
@@ -142,32 +146,27 @@ class BoardRefresher:
             entry.value = value
             entry.computed_at = self.clock()
             entry.error = None
-        except StoreUnavailable as exc:  # the cause names the store's address: the log's, not the caller's
-            if not self._same_failure(entry, f"StoreUnavailable: {exc}"):
-                log.warning("board panel %s: %s", panel.kind, str(exc)[:500])
-            entry.error = BoardUnavailable("the store is down or restarting; retry shortly", store_down=True)
-            entry.failure = f"StoreUnavailable: {exc}"
-        except PanelFailed as exc:
-            if not self._same_failure(entry, f"PanelFailed: {exc}"):
-                log.error("board panel %s failed: %s (repeats are not logged)", panel.kind, exc)
-            entry.error = BoardUnavailable(str(exc), store_down=False)
-            entry.failure = f"PanelFailed: {exc}"
-        except Exception as exc:  # the compute process died, say: keep serving, retry next round
+        except Exception as exc:
+            # a panel that keeps failing the same way (type and message) is retried every
+            # round but logged once: it wrote a traceback every 2 s before
             failure = f"{type(exc).__name__}: {exc}"
-            if not self._same_failure(entry, failure):
-                log.exception("board panel %s failed (repeats are not logged)", panel.kind)
-            entry.error = BoardUnavailable(f"board computation failed: {type(exc).__name__}", False)
+            repeated = entry.error is not None and entry.failure == failure
             entry.failure = failure
+            if isinstance(exc, StoreUnavailable):  # its cause names the store's address: the log's only
+                entry.error = BoardUnavailable(STORE_DOWN, store_down=True)
+                if not repeated:
+                    log.warning("board panel %s: %s", panel.kind, str(exc)[:500])
+            elif isinstance(exc, PanelFailed):
+                entry.error = BoardUnavailable(str(exc), store_down=False)
+                if not repeated:
+                    log.error("board panel %s failed: %s (repeats are not logged)", panel.kind, exc)
+            else:  # the compute process died, say: keep serving, retry next round
+                entry.error = BoardUnavailable(f"board computation failed: {type(exc).__name__}", False)
+                if not repeated:
+                    log.exception("board panel %s failed (repeats are not logged)", panel.kind)
         finally:
             self.computations += 1
             entry.done.set()
-
-    @staticmethod
-    def _same_failure(entry: _Entry, failure: str) -> bool:
-        """The panel failed the same way (type and message) at its last refresh: logged
-        then, not again (a panel that keeps failing is retried every round, and logged a
-        traceback each time)."""
-        return entry.error is not None and entry.failure == failure
 
     async def close(self) -> None:
         if self._task is not None:
