@@ -253,6 +253,10 @@ class _Step:
     detail: str = ""
 
 
+def _action(step: PlannedStep) -> str:
+    return "search" if step.kind == "search" else "visit"
+
+
 @dataclass
 class _Run:
     journal: StudyJournal
@@ -381,8 +385,9 @@ class _Run:
         done: dict[str, list[_Step]] = {pid: [] for pid in plans}
         if not plans:
             return done
+        begun = dict.fromkeys(plans, 0)
         tasks = [
-            asyncio.create_task(self._history(p, steps, slot, done[p.id]), name=f"history {p.id}")
+            asyncio.create_task(self._history(p, steps, slot, done[p.id], begun), name=f"history {p.id}")
             for p, steps in plans.values()
         ]
         try:
@@ -394,18 +399,33 @@ class _Run:
         for outcome in outcomes:
             if isinstance(outcome, Exception):
                 raise outcome
+        # A round that began late (a slow disk, a starved machine) reaches the slot before
+        # some steps were due: they are on record as not run, never silently missing, so the
+        # round is not read as a profile with its history when it had none.
+        now = time.time()
+        for pid, (_, steps) in plans.items():
+            for step in steps[begun[pid] :]:
+                done[pid].append(
+                    _Step(_action(step), step.target, slot + step.at, now, None, "not begun by the slot")
+                )
         return done
 
     async def _history(
-        self, profile: Profile, steps: tuple[PlannedStep, ...], slot: float, done: list[_Step]
+        self,
+        profile: Profile,
+        steps: tuple[PlannedStep, ...],
+        slot: float,
+        done: list[_Step],
+        begun: dict[str, int],
     ) -> None:
         """Run ``profile``'s steps at their planned times, appending each to ``done`` as it starts
-        (so a step cut at the slot is on record as cut)."""
+        (so a step cut at the slot is on record as cut) and counting it in ``begun``."""
         fetcher, limit_s = self.fetchers[profile.id], self.study.study.fetch_timeout
         for step in steps:
             planned, until = slot + step.at, slot + step.until - HISTORY_GUARD_S
             await _sleep_until(planned)
-            action = "search" if step.kind == "search" else "visit"
+            begun[profile.id] += 1
+            action = _action(step)
             started = time.time()
             if (left := until - started) <= 0:
                 done.append(

@@ -8,6 +8,7 @@ as on Google's page without JavaScript, so a click on a result reaches it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from collectors.common.archive import Archive
 from collectors.common.exceptions import CrawlConfigError
 from collectors.common.journal import read_journal
+from collectors.serp import crawler
 from collectors.serp.study import load_study, parse_study
 from tests.fakes.serp_engine import SLOW, FakeEngineScript, FakeSerpEngine
 from tests.fakes.serp_study import UA, crawl, study_file
@@ -319,14 +321,15 @@ def test_the_twin_has_the_controls_history() -> None:
 
 def test_a_slow_history_step_is_cut_before_the_slot(tmp_path: Path) -> None:
     """The engine holds the history search for 2 s; the step is cut before the slot, recorded
-    as a timeout, and the profile's measured query still leaves at the slot with the others."""
+    as a timeout, and the profile's measured query still leaves at the slot with the others.
+    (A spacing of 1 s gives the round its full set-up lead, 0.25 s, on a loaded machine.)"""
     with FakeSerpEngine() as engine:
         path, start = study_file(
             tmp_path,
             study_id="slow",
             rounds=2,
             lead_s=1.0,
-            spacing='"500ms"',
+            spacing='"1s"',
             profiles=PROFILES,
             profile_extra={"hist": '\n[[profiles.history]]\nsearch = "golf clubs"\n'},
         )
@@ -337,7 +340,45 @@ def test_a_slow_history_step_is_cut_before_the_slot(tmp_path: Path) -> None:
         r for r in read_journal(tmp_path / "state" / "slow" / "journal.jsonl") if r["kind"] == "round"
     )
     (step,) = next(p for p in record["profiles"] if p["profile_id"] == "hist")["history"]
-    assert step["detail"] == "timeout" and ts(step["sent_at"]) == pytest.approx(start - 0.5, abs=0.1)
+    assert step["detail"] == "timeout" and ts(step["sent_at"]) == pytest.approx(start - 1.0, abs=0.1)
     assert {p["status"] for p in record["profiles"]} == {"ok"}
     assert all(p["planned_at"] == record["slot"] for p in record["profiles"])
     assert record["skew_ms"] < 100 and record["late_ms"] < 100
+
+
+def test_history_steps_a_late_round_never_began_are_on_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round whose set-up overruns its slot (here its journal write takes 1.5 s, as a
+    starved disk might) measures its query late, and the history step that never began is
+    recorded as skipped (cancelled before it began, or begun with no time left), not left
+    out: the round is not read as a profile with its history."""
+    append = crawler._Run._append
+
+    async def slow_start(self: crawler._Run, record: dict[str, object]) -> None:
+        if record.get("kind") == "round_started" and record.get("round") == 0:
+            await asyncio.sleep(1.5)
+        await append(self, record)
+
+    monkeypatch.setattr(crawler._Run, "_append", slow_start)
+    with FakeSerpEngine() as engine:
+        path, _ = study_file(
+            tmp_path,
+            study_id="late",
+            rounds=1,
+            lead_s=1.0,
+            spacing='"1s"',
+            profiles=PROFILES,
+            profile_extra={"hist": '\n[[profiles.history]]\nsearch = "golf clubs"\n'},
+        )
+        summary = crawl(load_study(path), engine, tmp_path)
+        searched = [h.query for h in engine.hits]
+    assert "golf clubs" not in searched and searched.count("coffee") == len(PROFILES)
+    assert summary.history() == {"hist": {"skipped": 1}}
+    record = next(
+        r for r in read_journal(tmp_path / "state" / "late" / "journal.jsonl") if r["kind"] == "round"
+    )
+    (step,) = next(p for p in record["profiles"] if p["profile_id"] == "hist")["history"]
+    assert (step["action"], step["target"], step["status"]) == ("search", "golf clubs", "skipped")
+    assert step["detail"] in {"not begun by the slot", "no time left before the next step"}
+    assert record["late_ms"] > 0
