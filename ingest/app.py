@@ -11,11 +11,12 @@ from core.store import Store, open_store
 from core.store.base import NoStore
 from ingest import board, experiments, handlers, importing, openapi, protocol_errors, reports
 from ingest.api_keys import KeyFile
-from ingest.app_state import CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.app_state import ARMS, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.metrics import IngestMetrics
 from ingest.middlewares import observe
 from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
+from ingest.registered_arms import RegisteredArms
 
 
 def create_app(settings: Settings, store: Store | None = None) -> web.Application:
@@ -37,10 +38,12 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
         has_store = settings.clickhouse_url or settings.store_url
         store = open_store(settings) if has_store else NoStore("ingest has no store configured")
     app[STORE] = store
+    app[ARMS] = RegisteredArms(store)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         await app[PRODUCER].start()
         yield
+        await app[ARMS].close()
         await app[PRODUCER].stop()
         await app[STORE].close()
 

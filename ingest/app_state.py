@@ -12,6 +12,7 @@ from ingest.api_keys import KeyFile
 from ingest.metrics import IngestMetrics
 from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
+from ingest.registered_arms import RegisteredArms
 
 CONFIG = web.AppKey("config", Settings)
 KEYS = web.AppKey("keys", KeyFile)
@@ -19,6 +20,7 @@ LIMITER = web.AppKey("limiter", RateLimiter)
 METRICS = web.AppKey("metrics", IngestMetrics)
 PRODUCER = web.AppKey("producer", EventProducer)
 STORE = web.AppKey("store", Store)
+ARMS = web.AppKey("arms", RegisteredArms)
 BOARD_STATE: web.AppKey[Callable[[], str]] = web.AppKey("board_state")
 """The board's compute process, as ``/readyz`` reports it: "starting" until it has started
 and warmed its caches (the first board or report answer waits for that), then "ready", or

@@ -18,9 +18,10 @@ from pydantic import BaseModel
 from core.store import QueryResult, StoreError, StoreUnavailable
 from core.store.base import QueryLimits
 from ingest.api_keys import ApiKey
-from ingest.app_state import BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.app_state import ARMS, BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.errors import problem
 from ingest.producer import BrokerUnavailable
+from ingest.registered_arms import without_unregistered
 from ingest.validation import validate_batch
 from schemas.analyst_sql import guard_analyst_sql
 from schemas.event_types import FAMILY_BY_TYPE
@@ -92,6 +93,8 @@ async def post_events(request: web.Request) -> web.Response:
     if len(items) > config.max_events_per_request:
         raise problem(413, "too_many_events", f"at most {config.max_events_per_request} events per request")
     accepted, rejected = validate_batch(items)
+    if accepted:
+        accepted, rejected = without_unregistered(accepted, rejected, await app[ARMS].current())
     for r in rejected:
         metrics.rejected.labels(r.reason, key.name).inc()
     if accepted:

@@ -33,6 +33,7 @@ from pydantic import (
     create_model,
 )
 
+from ingest.registered_arms import NO_REGISTRY, Registry, unregistered, without_unregistered
 from ingest.validation import Rejection, validate_batch
 from schemas.event_types import BY_NAME, EVENT_TYPES, FAMILY_BY_TYPE
 from schemas.events import _utc_text
@@ -117,13 +118,15 @@ _IMPORTED: Any = Union[tuple(_with_received_at(BY_NAME[t].model) for t in IMPORT
 _CHUNK: TypeAdapter[list[Any]] = TypeAdapter(list[Annotated[_IMPORTED, Field(discriminator="type")]])
 
 
-def _whole(lines: Sequence[bytes]) -> PreparedChunk | None:
+def _whole(lines: Sequence[bytes], registry: Registry = NO_REGISTRY) -> PreparedChunk | None:
     """The chunk validated and written in one call each, or None when any line fails."""
     try:
         models = _CHUNK.validate_json(b"[" + b",".join(lines) + b"]")
     except ValidationError:
         return None
     if len(models) != len(lines):  # a line held more than one value ("{...},{...}")
+        return None
+    if unregistered(models, registry):
         return None
     by_family: dict[str, list[Any]] = {}
     for model in models:
@@ -132,13 +135,14 @@ def _whole(lines: Sequence[bytes]) -> PreparedChunk | None:
     return PreparedChunk(rows=rows, lines=len(lines))
 
 
-def prepare_chunk(body: bytes) -> PreparedChunk:
-    """Parse, validate and serialise one chunk of JSON lines."""
+def prepare_chunk(body: bytes, registry: Registry = NO_REGISTRY) -> PreparedChunk:
+    """Parse, validate and serialise one chunk of JSON lines. ``registry``: the arms of the
+    registered experiments, as ingest checks them (``ingest/registered_arms.py``)."""
     lines = [line for line in body.split(b"\n") if line.strip()]
-    return _whole(lines) or _line_by_line(body)
+    return _whole(lines, registry) or _line_by_line(body, registry)
 
 
-def _line_by_line(body: bytes) -> PreparedChunk:
+def _line_by_line(body: bytes, registry: Registry = NO_REGISTRY) -> PreparedChunk:
     out = PreparedChunk()
     items: list[Any] = []
     stamps: list[str | None] = []
@@ -159,7 +163,7 @@ def _line_by_line(body: bytes) -> PreparedChunk:
             continue
         items.append(item)
         numbers.append(n)
-    accepted, refused = validate_batch(items)
+    accepted, refused = without_unregistered(*validate_batch(items), registry)
     refused_at = {r.index: r for r in refused}
     models = iter(accepted)
     rows: dict[str, list[bytes]] = {}

@@ -23,18 +23,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.lifetime import exit_with_parent
 from core.store import StoreError, StoreUnavailable
-from ingest.app_state import CONFIG, METRICS, STORE
+from ingest.app_state import ARMS, CONFIG, METRICS, STORE
 from ingest.board.compute import Panel, PanelFailed
 from ingest.board.routes import COMPUTE
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
 from ingest.import_chunks import PreparedChunk, prepare_chunk
+from ingest.registered_arms import Registry
 from schemas.topics import FAMILIES
 from streams.bulk_import import DAY_S, BulkImporter, Span
 
 BY_FAMILY = {f.name: f for f in FAMILIES}
 IMPORTER = web.AppKey("bulk_importer", BulkImporter)
-PREPARE: web.AppKey[Callable[[bytes], Awaitable[PreparedChunk]]] = web.AppKey("import_prepare")
+PREPARE: web.AppKey[Callable[[bytes, Registry], Awaitable[PreparedChunk]]] = web.AppKey("import_prepare")
 IMPORT_LOCK = web.AppKey("import_lock", asyncio.Lock)
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 MAX_LISTED_REJECTIONS = 100
@@ -82,7 +83,7 @@ async def post_import(request: web.Request) -> web.Response:
     """Store one chunk of JSON lines; answer what was stored and the days to recompute."""
     key = authorize(request, "admin")
     body = await _body(request)
-    chunk = await request.app[PREPARE](body)
+    chunk = await request.app[PREPARE](body, await request.app[ARMS].current())
     rejected = chunk.rejected
     metrics = request.app[METRICS]
     for reason, n in Counter(r.reason for r in rejected).items():
@@ -152,15 +153,15 @@ def add_routes(app: web.Application, workers: int = 2) -> None:
     app[IMPORT_LOCK] = asyncio.Lock()
     pools: list[ProcessPoolExecutor] = []
 
-    async def prepare(body: bytes) -> PreparedChunk:
+    async def prepare(body: bytes, registry: Registry) -> PreparedChunk:
         if workers == 0:
-            return await asyncio.to_thread(prepare_chunk, body)
+            return await asyncio.to_thread(prepare_chunk, body, registry)
         if not pools:  # started on the first import: most services never import
             context = multiprocessing.get_context("spawn")
             pools.append(
                 ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=exit_with_parent)
             )
-        return await asyncio.get_running_loop().run_in_executor(pools[0], prepare_chunk, body)
+        return await asyncio.get_running_loop().run_in_executor(pools[0], prepare_chunk, body, registry)
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         yield

@@ -27,7 +27,10 @@ REASONS = (
     "missing_field",
     "wrong_type",
     "invalid_value",
+    "unregistered_arm",
 )
+"""``unregistered_arm``: an event of a registered experiment naming an arm or an engine it does
+not run (``ingest/registered_arms.py``)."""
 
 
 @dataclass(frozen=True)

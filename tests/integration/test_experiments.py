@@ -105,3 +105,52 @@ def test_arm_weights_whose_sum_would_overflow_are_refused(service: Service) -> N
     body = config("reg-huge", arms={"control": 1e308, "swap_1_2": 1e308})
     resp = http("POST", service.url + "/v1/experiments", orjson.dumps(body), admin(service))
     assert resp.status == 422 and resp.body["error"] == "invalid_experiment"
+
+
+def test_events_of_a_registered_experiment_must_name_its_arms_and_engines(service: Service) -> None:
+    """A client that is not the extension could put words in ``arm`` or ``engine``: for a
+    registered experiment those events are refused by field, by ``/v1/events`` and by the
+    import alike, and never reach the tables; the others in the same request are stored."""
+    import itertools
+    import uuid
+
+    from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+    from tests.helpers import wait_for
+
+    body = config("reg-arms", engines=["google"])
+    assert http("POST", service.url + "/v1/experiments", orjson.dumps(body), admin(service)).status == 201
+    traffic = TrafficConfig(
+        experiment_id="reg-arms", engines=(("google", 1.0),), arms=(("control", 1.0), ("swap_1_2", 1.0))
+    )
+    good = list(itertools.islice(ExtensionTraffic(traffic).events(), 3))
+
+    def probe() -> bool:  # the intake reads the registry every few seconds
+        event = {**good[0], "event_id": str(uuid.uuid4()), "arm": "probe"}
+        answer = service.post([event])
+        return answer.status == 422 and answer.body["rejected"][0]["reason"] == "unregistered_arm"
+
+    wait_for(probe, 30, "the intake to know the registered arms")
+    word = {**good[0], "event_id": str(uuid.uuid4()), "arm": "john.smith"}
+    bing = {**good[0], "event_id": str(uuid.uuid4()), "engine": "bing"}
+    answer = service.post([good[0], word, bing, good[1]])
+    assert answer.status == 202 and answer.body["accepted"] == 2
+    assert answer.body["rejected"] == [
+        {"index": 1, "reason": "unregistered_arm", "field": "arm"},
+        {"index": 2, "reason": "unregistered_arm", "field": "engine"},
+    ]
+    assert b"john.smith" not in orjson.dumps(answer.body)
+
+    lines = b"\n".join(orjson.dumps(e) for e in (good[2], {**word, "event_id": str(uuid.uuid4())}))
+    headers = {**admin(service), "Content-Type": "application/x-ndjson"}
+    imported = http("POST", service.url + "/v1/import", lines, headers)
+    assert imported.status == 200 and imported.body["accepted"] == 1
+    assert imported.body["rejected_by_reason"] == {"unregistered_arm": 1}
+
+    ids = ", ".join(f"'{e['event_id']}'" for e in good)
+    wait_for(
+        lambda: service.scalar(f"SELECT count() FROM extension_events WHERE event_id IN ({ids})") == 3,
+        60,
+        "the accepted events stored",
+    )
+    assert service.scalar("SELECT count() FROM extension_events WHERE experiment_id = 'reg-arms' "
+                          "AND (arm = 'john.smith' OR engine != 'google')") == 0  # fmt: skip

@@ -1,0 +1,129 @@
+"""The arms and engines of the registered experiments, as the intake checks an event's.
+
+The event models take any short identifier as an experiment, an arm or an engine, so a
+client that is not the extension could put words there (``arm: "john.smith"``). For an
+experiment in the registry they are known: an event naming an arm the experiment does not
+have, or an engine it does not run, is refused (``unregistered_arm``, the field named, the
+value never echoed). An arm the experiment has but does not run on that engine
+(``engine_arms``) is taken: it is a client that ignores ``engine_arms``, which the sample
+ratio check reports. Events of experiments that are not registered are taken as before
+(the demo, simulations and an earlier study's import name their own).
+
+The intake must keep taking events while the store is down (Kafka, not ClickHouse, is its
+dependency), so the registry is read at most every few seconds, one read at a time, never
+waited on for long, and the last answer is kept when the store cannot give one: an
+experiment registered seconds ago, or while the store is down, is checked once it is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+
+from pydantic import BaseModel, ValidationError
+
+from core.store import Store, StoreUnavailable
+from ingest.validation import Rejection
+from schemas.experiments import ExperimentConfig
+
+log = logging.getLogger(__name__)
+
+Registry = Mapping[str, tuple[frozenset[str], frozenset[str]]]
+"""Experiment id -> (its engines, its arms): plain data, so a process pool can be handed it."""
+NO_REGISTRY: Registry = MappingProxyType({})
+"""Nothing registered: every event is taken (the default of the pure functions)."""
+
+READ_EVERY_S = 5.0
+"""How old the registry's copy may get before a request starts a new read."""
+WAIT_S = 0.5
+"""How long a request waits for that read; after that it goes on with the copy it has."""
+REASON = "unregistered_arm"
+
+
+class RegisteredArms:
+    """A copy of the registry's experiments (id -> engines and arms), refreshed in the background."""
+
+    def __init__(
+        self,
+        store: Store,
+        every_s: float = READ_EVERY_S,
+        wait_s: float = WAIT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store, self._every_s, self._wait_s, self._clock = store, every_s, wait_s, clock
+        self._registry: Registry = {}
+        self._read_at = -float("inf")
+        self._reading: asyncio.Task[None] | None = None
+
+    async def current(self) -> Registry:
+        """The registry as last read, reading it first (briefly) when the copy is old."""
+        if self._reading is None and self._clock() - self._read_at >= self._every_s:
+            self._read_at = self._clock()  # one read per period, whether or not it succeeds
+            self._reading = asyncio.ensure_future(self._read())
+        if self._reading is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._reading), self._wait_s)
+        return self._registry
+
+    async def _read(self) -> None:
+        try:
+            result = await self._store.query("SELECT config FROM experiments")
+        except StoreUnavailable:
+            return  # keep the last copy; the next period tries again
+        except Exception:
+            log.warning("could not read the experiment registry; keeping the last copy", exc_info=True)
+            return
+        finally:
+            self._reading = None
+        registry: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        for (text,) in result.rows:
+            try:
+                config = ExperimentConfig.model_validate_json(text)
+            except ValidationError:
+                continue  # a row the current model cannot read is not checked against
+            registry[config.experiment_id] = (frozenset(config.engines), frozenset(config.arms))
+        self._registry = registry
+
+    async def close(self) -> None:
+        if self._reading is not None:
+            self._reading.cancel()
+            await asyncio.gather(self._reading, return_exceptions=True)
+
+
+def unregistered(models: Sequence[BaseModel], registry: Registry) -> list[tuple[int, str]]:
+    """(position, field) of each event of a registered experiment that names an engine the
+    experiment does not run (``engine``) or an arm it does not have (``arm``)."""
+    if not registry:
+        return []
+    out = []
+    for i, model in enumerate(models):
+        arm = getattr(model, "arm", None)
+        registered = registry.get(getattr(model, "experiment_id", ""))
+        if arm is None or registered is None:
+            continue
+        engines, arms = registered
+        if getattr(model, "engine", None) not in engines:
+            out.append((i, "engine"))
+        elif arm not in arms:
+            out.append((i, "arm"))
+    return out
+
+
+def without_unregistered(
+    accepted: list[BaseModel], rejected: list[Rejection], registry: Registry
+) -> tuple[list[BaseModel], list[Rejection]]:
+    """``validate_batch``'s answer with the events of unregistered arms moved to the
+    rejections (by their index in the batch, in order)."""
+    refused = unregistered(accepted, registry)
+    if not refused:
+        return accepted, rejected
+    invalid = {r.index for r in rejected}
+    indices = [i for i in range(len(accepted) + len(rejected)) if i not in invalid]
+    dropped = {position for position, _ in refused}
+    more = [Rejection(indices[position], REASON, name) for position, name in refused]
+    kept = [m for position, m in enumerate(accepted) if position not in dropped]
+    return kept, sorted([*rejected, *more], key=lambda r: r.index)
