@@ -10,9 +10,10 @@ ratio check reports. Events of experiments that are not registered are taken as 
 (the demo, simulations and an earlier study's import name their own).
 
 The intake must keep taking events while the store is down (Kafka, not ClickHouse, is its
-dependency), so the registry is read at most every few seconds, one read at a time, never
-waited on for long, and the last answer is kept when the store cannot give one: an
-experiment registered seconds ago, or while the store is down, is checked once it is read.
+dependency), so the registry is read at most every few seconds, one read at a time, in the
+background (only the first read is waited on, briefly), and the last answer is kept when
+the store cannot give one: an experiment registered seconds ago, or while the store is
+down, is checked once it is read.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ NO_REGISTRY: Registry = MappingProxyType({})
 READ_EVERY_S = 5.0
 """How old the registry's copy may get before a request starts a new read."""
 WAIT_S = 0.5
-"""How long a request waits for that read; after that it goes on with the copy it has."""
+"""How long a request waits for the first read; after that it goes on without it. Later
+reads refresh the copy behind the requests, which never wait on them."""
 REASON = "unregistered_arm"
 
 
@@ -58,13 +60,14 @@ class RegisteredArms:
         self._registry: Registry = {}
         self._read_at = -float("inf")
         self._reading: asyncio.Task[None] | None = None
+        self._ever_read = False
 
     async def current(self) -> Registry:
         """The registry as last read, reading it first (briefly) when the copy is old."""
         if self._reading is None and self._clock() - self._read_at >= self._every_s:
             self._read_at = self._clock()  # one read per period, whether or not it succeeds
             self._reading = asyncio.ensure_future(self._read())
-        if self._reading is not None:
+        if self._reading is not None and not self._ever_read:  # later reads refresh behind
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._reading), self._wait_s)
         return self._registry
@@ -86,7 +89,7 @@ class RegisteredArms:
             except ValidationError:
                 continue  # a row the current model cannot read is not checked against
             registry[config.experiment_id] = (frozenset(config.engines), frozenset(config.arms))
-        self._registry = registry
+        self._registry, self._ever_read = registry, True
 
     async def close(self) -> None:
         if self._reading is not None:
