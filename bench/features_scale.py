@@ -42,17 +42,19 @@ async def reads(url: str) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {KEY}"}
     out: dict[str, Any] = {}
     async with aiohttp.ClientSession(headers=headers, timeout=aiohttp.ClientTimeout(total=900)) as s:
+
+        async def ok(method: str, path: str, doc: Any = None) -> float:
+            seconds, status = await timed(s, method, url + path, doc)
+            if status != 200:  # a failed answer is not a time
+                raise SystemExit(f"{method} {path} {doc} answered {status}")
+            return seconds
+
         for name, body in REPORTS.items():
-            cold, status = await timed(s, "POST", url + "/v1/reports/experiment", body)
-            warm, _ = await timed(s, "POST", url + "/v1/reports/experiment", body)
-            again = []
-            for ranks in OTHER_RANKS:
-                seconds, _ = await timed(s, "POST", url + "/v1/reports/experiment", {**body, "ranks": ranks})
-                again.append(seconds)
-            if status != 200:
-                raise SystemExit(f"{name}: {status}")
+            cold = await ok("POST", "/v1/reports/experiment", body)
+            warm = await ok("POST", "/v1/reports/experiment", body)
+            again = [await ok("POST", "/v1/reports/experiment", {**body, "ranks": r}) for r in OTHER_RANKS]
             out[name] = {"cold": cold, "warm": warm, "recomputed": again}
-        out["board experiment"], _ = await timed(s, "GET", url + f"/v1/board/experiments/{EXPERIMENT}")
+        out["board experiment"] = await ok("GET", f"/v1/board/experiments/{EXPERIMENT}")
     return out
 
 

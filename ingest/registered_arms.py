@@ -19,11 +19,9 @@ down, is checked once it is read.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from types import MappingProxyType
 
 from pydantic import BaseModel, ValidationError
 
@@ -35,14 +33,15 @@ log = logging.getLogger(__name__)
 
 Registry = Mapping[str, tuple[frozenset[str], frozenset[str]]]
 """Experiment id -> (its engines, its arms): plain data, so a process pool can be handed it."""
-NO_REGISTRY: Registry = MappingProxyType({})
-"""Nothing registered: every event is taken (the default of the pure functions)."""
+NO_REGISTRY: Registry = {}
+"""Nothing registered: every event is taken (the default of the pure functions; never
+changed)."""
 
 READ_EVERY_S = 5.0
 """How old the registry's copy may get before a request starts a new read."""
 WAIT_S = 0.5
-"""How long a request waits for the first read; after that it goes on without it. Later
-reads refresh the copy behind the requests, which never wait on them."""
+"""How long after the first read started requests wait for it; after that they go on
+without it. Later reads refresh the copy behind the requests, which never wait on them."""
 REASON = "unregistered_arm"
 
 
@@ -60,41 +59,55 @@ class RegisteredArms:
         self._registry: Registry = {}
         self._read_at = -float("inf")
         self._reading: asyncio.Task[None] | None = None
-        self._ever_read = False
+        self._first: asyncio.Task[None] | None = None
+        self._wait_until = -float("inf")
+        self._closed = False
+        self._warned_at = -float("inf")
 
     async def current(self) -> Registry:
-        """The registry as last read, reading it first (briefly) when the copy is old."""
-        if self._reading is None and self._clock() - self._read_at >= self._every_s:
+        """The registry as last read, starting a new read when the copy is old. Only the
+        first read is waited on, and only until ``wait_s`` after it started, whatever the
+        store does: no request waits on the store after that."""
+        if not self._closed and self._reading is None and self._clock() - self._read_at >= self._every_s:
             self._read_at = self._clock()  # one read per period, whether or not it succeeds
             self._reading = asyncio.ensure_future(self._read())
-        if self._reading is not None and not self._ever_read:  # later reads refresh behind
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._reading), self._wait_s)
+            if self._first is None:
+                self._first, self._wait_until = self._reading, self._read_at + self._wait_s
+        if self._first is not None and not self._first.done():
+            left = self._wait_until - self._clock()
+            if left > 0:  # asyncio.wait neither raises the read's errors nor cancels it
+                await asyncio.wait({self._first}, timeout=left)
         return self._registry
 
     async def _read(self) -> None:
         try:
-            result = await self._store.query("SELECT config FROM experiments")
+            result = await self._store.query("SELECT config FROM experiments", read_only=True)
+            registry: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+            for row in result.rows:
+                try:
+                    config = ExperimentConfig.model_validate_json(row[0])
+                except ValidationError:
+                    continue  # a row the current model cannot read is not checked against
+                registry[config.experiment_id] = (frozenset(config.engines), frozenset(config.arms))
+            self._registry = registry
         except StoreUnavailable:
-            return  # keep the last copy; the next period tries again
+            pass  # keep the last copy; the next period tries again
         except Exception:
-            log.warning("could not read the experiment registry; keeping the last copy", exc_info=True)
-            return
+            if self._clock() - self._warned_at >= 60.0:  # a broken table would warn every 5 s
+                self._warned_at = self._clock()
+                log.warning("could not read the experiment registry; keeping the last copy", exc_info=True)
         finally:
             self._reading = None
-        registry: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
-        for (text,) in result.rows:
-            try:
-                config = ExperimentConfig.model_validate_json(text)
-            except ValidationError:
-                continue  # a row the current model cannot read is not checked against
-            registry[config.experiment_id] = (frozenset(config.engines), frozenset(config.arms))
-        self._registry, self._ever_read = registry, True
 
     async def close(self) -> None:
-        if self._reading is not None:
-            self._reading.cancel()
-            await asyncio.gather(self._reading, return_exceptions=True)
+        """Stop reading (at shutdown): a read under way is let finish for at most ``wait_s``."""
+        self._closed = True
+        reading, self._reading = self._reading, None
+        if reading is not None:
+            _, pending = await asyncio.wait({reading}, timeout=self._wait_s)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
 
 def unregistered(models: Sequence[BaseModel], registry: Registry) -> list[tuple[int, str]]:
