@@ -42,6 +42,8 @@ def authorize(request: web.Request, scope: str) -> ApiKey:
     metrics = request.app[METRICS]
     header = request.headers.get("Authorization", "")
     secret = header[7:].strip() if header[:7].lower() == "bearer " else ""
+    if not secret.isascii() or not secret.isprintable():  # keys are printable ASCII
+        secret = ""  # (aiohttp hands undecodable header bytes on as surrogates)
     key = request.app[KEYS].lookup(secret) if secret else None
     if key is None:
         metrics.rejected.labels("unauthorized", "unknown").inc()

@@ -126,6 +126,10 @@ def _whole(lines: Sequence[bytes], registry: Registry = NO_REGISTRY) -> Prepared
         return None
     if len(models) != len(lines):  # a line held more than one value ("{...},{...}")
         return None
+    # Joined with commas, an object split over two lines ('{e1},{first half' then 'rest}')
+    # parses as two: every line must be one object of its own, brace to brace.
+    if not all(line.lstrip()[:1] == b"{" and line.rstrip()[-1:] == b"}" for line in lines):
+        return None
     if unregistered(models, registry):
         return None
     by_family: dict[str, list[Any]] = {}

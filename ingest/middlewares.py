@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from core.store import StoreUnavailable
 from ingest.app_state import METRICS
@@ -46,6 +47,12 @@ async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
     except asyncio.CancelledError:  # the client hung up (handler_cancellation): not our error
         status = CLIENT_CLOSED
         raise
+    except (web.RequestPayloadError, HttpProcessingError):
+        # A body that cannot be read as sent: gzip or deflate that does not decode (its
+        # Content-Encoding lies), a chunked body cut short. The client's fault, a 400; the
+        # bytes are not quoted.
+        status = 400
+        raise problem(400, "unreadable_body", "the body could not be read as its headers describe") from None
     except StoreUnavailable as exc:  # a handler that did not catch it: still a 503, not a 500
         status = 503
         raise store_unavailable(request, exc) from None

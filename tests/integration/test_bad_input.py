@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import socket
 import uuid
 from typing import Any
 
@@ -86,6 +87,24 @@ def consume_all(bootstrap: str) -> list[dict[str, Any]]:
     return out
 
 
+def raw_post(
+    svc: Service, path: str, body: bytes, headers: bytes, key: bytes | None = None
+) -> tuple[int, bytes]:
+    """POST as raw bytes (headers no client library would send), answered on a closed connection."""
+    host, port = svc.url.removeprefix("http://").split(":")
+    secret = svc.api_key.encode() if key is None else key
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n".encode()
+        + b"Content-Type: application/json\r\nAuthorization: Bearer " + secret + b"\r\n"
+        + headers + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+    )  # fmt: skip
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(request)
+        answer = b"".join(iter(lambda: conn.recv(65536), b""))
+    head, _, rest = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), rest
+
+
 @pytest.mark.parametrize(
     "lone_ingest",
     [{"AUDITSTREAM_RATE_LIMIT_RPS": "0.5", "AUDITSTREAM_RATE_LIMIT_BURST": "60"}],
@@ -112,6 +131,17 @@ def test_bad_input_table(lone_ingest: tuple[Service, TansuBroker]) -> None:
     assert svc.post([good_event()], key=secret).status == 202
     keys.revoke(revoked.id)
     assert svc.post([good_event()], key=secret).status == 401
+
+    # Bodies and headers that cannot be read as sent: a 4xx with JSON, never a 500.
+    body = orjson.dumps([changed(query=SECRET_QUERY)])
+    lying = raw_post(svc, "/v1/events", body, b"Content-Encoding: gzip\r\n")  # not gzip at all
+    assert lying[0] == 400 and orjson.loads(lying[1])["error"] == "unreadable_body"
+    assert SECRET_QUERY.encode() not in lying[1]
+    deflate = raw_post(svc, "/v1/events", body, b"Content-Encoding: deflate\r\n")
+    assert deflate[0] == 400 and orjson.loads(deflate[1])["error"] == "unreadable_body"
+    for route in ("/v1/events", "/v1/sql"):  # a key that is not UTF-8 is no key
+        answer = raw_post(svc, route, b"{}", b"", key=b"\xc3\x28-not-utf-8")
+        assert answer[0] == 401 and orjson.loads(answer[1])["error"] == "unauthorized"
 
     mixed = [good_event(7), changed(query=SECRET_QUERY), good_event(8)]
     resp = svc.post(mixed)

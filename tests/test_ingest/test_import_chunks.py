@@ -105,6 +105,16 @@ def test_one_line_holding_two_events_is_malformed_whatever_the_other_lines() -> 
     assert [(r.index, r.reason) for r in chunk.rejected] == [(1, "malformed_json")]
 
 
+def test_an_event_split_over_two_lines_is_malformed_not_read_as_two() -> None:
+    """Joined with commas, '{e1},{first half' and 'rest}' parse as two events: a line
+    must be one object of its own, as the line-by-line path reads it."""
+    good = [orjson.dumps(e) for e in events(2)]
+    cut = good[1].index(b',"', len(good[1]) // 2)  # at a comma between fields, the comma dropped
+    chunk = prepare_chunk(good[0] + b"," + good[1][:cut] + b"\n" + good[1][cut + 1 :])
+    assert "extension" not in chunk.rows
+    assert [(r.index, r.reason) for r in chunk.rejected] == [(1, "malformed_json"), (2, "malformed_json")]
+
+
 @pytest.mark.parametrize(
     "received_at",
     [
