@@ -42,6 +42,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         await app[PRODUCER].start()
+        app[ARMS].start()
         yield
         await app[ARMS].close()
         await app[PRODUCER].stop()

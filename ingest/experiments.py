@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
 from core.store import Store, StoreUnavailable
-from ingest.app_state import STORE
+from ingest.app_state import ARMS, STORE
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
 from schemas.experiments import ExperimentConfig, now_utc
 from schemas.sql import quote
+
+CREATING = web.AppKey("experiments_creating", asyncio.Lock)
+"""Held while an experiment is checked for and written (``create``)."""
 
 
 async def load(store: Store, experiment_id: str) -> ExperimentConfig | None:
@@ -48,9 +53,15 @@ async def create(request: web.Request) -> web.Response:
         first = exc.errors(include_input=False, include_url=False)[0]
         field = ".".join(str(p) for p in first["loc"]) or None
         raise problem(422, "invalid_experiment", f"{field}: {first['msg']}") from None
-    if await load(request.app[STORE], config.experiment_id) is not None:
-        raise problem(409, "exists", f"experiment {config.experiment_id} exists; stop it or pick a new id")
-    await save(request.app[STORE], config)
+    # The check and the write as one step: six concurrent creates of one id all answered 201
+    # and the last write won, so five clients held arms the registry did not. (Intake
+    # processes sharing a port each have their own lock; the embedded default runs one.)
+    async with request.app[CREATING]:
+        if await load(request.app[STORE], config.experiment_id) is not None:
+            message = f"experiment {config.experiment_id} exists; stop it or pick a new id"
+            raise problem(409, "exists", message)
+        await save(request.app[STORE], config)
+    request.app[ARMS].note(config)  # its events are checked from now in this process
     return json_response(config.model_dump(mode="json"), status=201)
 
 
@@ -84,6 +95,7 @@ async def public_config(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
+    app[CREATING] = asyncio.Lock()
     app.router.add_post("/v1/experiments", create)
     app.router.add_get("/v1/experiments", listing)
     app.router.add_get("/v1/experiments/{experiment_id}", show)

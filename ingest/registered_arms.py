@@ -10,18 +10,18 @@ ratio check reports. Events of experiments that are not registered are taken as 
 (the demo, simulations and an earlier study's import name their own).
 
 The intake must keep taking events while the store is down (Kafka, not ClickHouse, is its
-dependency), so the registry is read at most every few seconds, one read at a time, in the
-background (only the first read is waited on, briefly), and the last answer is kept when
-the store cannot give one: an experiment registered seconds ago, or while the store is
-down, is checked once it is read.
+dependency), so the registry is read every few seconds by a background task, one read at a
+time (only the first read is waited on, briefly), and the last answer is kept when the
+store cannot give one: an experiment registered in another intake process seconds ago, or
+while the store is down, is checked once it is read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ValidationError
 
@@ -38,76 +38,86 @@ NO_REGISTRY: Registry = {}
 changed)."""
 
 READ_EVERY_S = 5.0
-"""How old the registry's copy may get before a request starts a new read."""
+"""The registry is read this often, events or not."""
 WAIT_S = 0.5
-"""How long after the first read started requests wait for it; after that they go on
-without it. Later reads refresh the copy behind the requests, which never wait on them."""
+"""How long after the start requests wait for the first read; after that they go on without
+it. Later reads refresh the copy behind the requests, which never wait on them."""
 REASON = "unregistered_arm"
+REGISTRY_SQL = "SELECT config FROM experiments"
 
 
 class RegisteredArms:
-    """A copy of the registry's experiments (id -> engines and arms), refreshed in the background."""
+    """A copy of the registry's experiments (id -> engines and arms), kept fresh by one
+    background task: read every ``every_s`` whether or not events arrive, so an experiment
+    registered during a lull is checked from the first event after it (the process that
+    registers one also notes it at once, ``note``)."""
 
-    def __init__(
-        self,
-        store: Store,
-        every_s: float = READ_EVERY_S,
-        wait_s: float = WAIT_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._store, self._every_s, self._wait_s, self._clock = store, every_s, wait_s, clock
-        self._registry: Registry = {}
-        self._read_at = -float("inf")
-        self._reading: asyncio.Task[None] | None = None
-        self._first: asyncio.Task[None] | None = None
-        self._wait_until = -float("inf")
-        self._closed = False
+    def __init__(self, store: Store, every_s: float = READ_EVERY_S, wait_s: float = WAIT_S) -> None:
+        self._store, self._every_s, self._wait_s = store, every_s, wait_s
+        self._registry: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._first_read = asyncio.Event()
+        self._wait_until = float("inf")
         self._warned_at = -float("inf")
 
+    def start(self) -> None:
+        """Start the refreshing task (at the app's start; ``current`` starts it if need be)."""
+        if self._task is None:
+            loop = asyncio.get_running_loop()
+            self._wait_until = loop.time() + self._wait_s
+            self._task = loop.create_task(self._refresh(), name="registered arms")
+
     async def current(self) -> Registry:
-        """The registry as last read, starting a new read when the copy is old. Only the
-        first read is waited on, and only until ``wait_s`` after it started, whatever the
-        store does: no request waits on the store after that."""
-        if not self._closed and self._reading is None and self._clock() - self._read_at >= self._every_s:
-            self._read_at = self._clock()  # one read per period, whether or not it succeeds
-            self._reading = asyncio.ensure_future(self._read())
-            if self._first is None:
-                self._first, self._wait_until = self._reading, self._read_at + self._wait_s
-        if self._first is not None and not self._first.done():
-            left = self._wait_until - self._clock()
-            if left > 0:  # asyncio.wait neither raises the read's errors nor cancels it
-                await asyncio.wait({self._first}, timeout=left)
+        """The registry as last read. Only the first read is waited on, and only until
+        ``wait_s`` after the task started, whatever the store does: no request waits on the
+        store after that."""
+        self.start()
+        if not self._first_read.is_set():
+            left = self._wait_until - asyncio.get_running_loop().time()
+            if left > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._first_read.wait(), left)
         return self._registry
+
+    def note(self, config: ExperimentConfig) -> None:
+        """An experiment this process registered: checked from now, not from the next read."""
+        self._registry = {**self._registry, config.experiment_id: _entry(config)}
+
+    async def _refresh(self) -> None:
+        while True:
+            await self._read()
+            self._first_read.set()
+            await asyncio.sleep(self._every_s)
 
     async def _read(self) -> None:
         try:
-            result = await self._store.query("SELECT config FROM experiments", read_only=True)
-            registry: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+            result = await self._store.query(REGISTRY_SQL, read_only=True)
+            registry = {}
             for row in result.rows:
                 try:
                     config = ExperimentConfig.model_validate_json(row[0])
                 except ValidationError:
                     continue  # a row the current model cannot read is not checked against
-                registry[config.experiment_id] = (frozenset(config.engines), frozenset(config.arms))
+                registry[config.experiment_id] = _entry(config)
             self._registry = registry
         except StoreUnavailable:
             pass  # keep the last copy; the next period tries again
         except Exception:
-            if self._clock() - self._warned_at >= 60.0:  # a broken table would warn every 5 s
-                self._warned_at = self._clock()
+            now = asyncio.get_running_loop().time()
+            if now - self._warned_at >= 60.0:  # a broken table would warn every 5 s
+                self._warned_at = now
                 log.warning("could not read the experiment registry; keeping the last copy", exc_info=True)
-        finally:
-            self._reading = None
 
     async def close(self) -> None:
-        """Stop reading (at shutdown): a read under way is let finish for at most ``wait_s``."""
-        self._closed = True
-        reading, self._reading = self._reading, None
-        if reading is not None:
-            _, pending = await asyncio.wait({reading}, timeout=self._wait_s)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        """Stop refreshing (at shutdown)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+def _entry(config: ExperimentConfig) -> tuple[frozenset[str], frozenset[str]]:
+    return frozenset(config.engines), frozenset(config.arms)
 
 
 def unregistered(models: Sequence[BaseModel], registry: Registry) -> list[tuple[int, str]]:

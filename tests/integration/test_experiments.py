@@ -154,3 +154,25 @@ def test_events_of_a_registered_experiment_must_name_its_arms_and_engines(servic
     )
     assert service.scalar("SELECT count() FROM extension_events WHERE experiment_id = 'reg-arms' "
                           "AND (arm = 'john.smith' OR engine != 'google')") == 0  # fmt: skip
+
+
+def test_concurrent_creates_of_one_id_give_one_experiment(service: Service) -> None:
+    """Six clients create one id at once, each with its own arms: one 201, five 409, and the
+    registry holds the arms the 201 answered."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    together = threading.Barrier(6)
+
+    def create(n: int) -> tuple[int, dict[str, object]]:
+        body = orjson.dumps(config("reg-race", arms={"control": 1, f"arm{n}": 1}))
+        together.wait(10)  # all six at once
+        answer = http("POST", service.url + "/v1/experiments", body, admin(service))
+        return answer.status, answer.body
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(create, range(6)))
+    assert sorted(status for status, _ in answers) == [201, 409, 409, 409, 409, 409]
+    (won,) = [body for status, body in answers if status == 201]
+    shown = http("GET", service.url + "/v1/experiments/reg-race", None, admin(service))
+    assert shown.status == 200 and shown.body["arms"] == won["arms"]

@@ -83,59 +83,85 @@ class Registry:
             raise StoreUnavailable("down")
         if self.mode == "hang":
             await self.release.wait()
+            self.release.clear()
         return QueryResult(["config"], ["String"], [[orjson.dumps(self.config).decode()]])
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
+async def until(predicate: Any, within: float = 5.0) -> None:
+    """Poll ``predicate`` under a deadline."""
+    deadline = asyncio.get_running_loop().time() + within
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.01)  # wait-ok: poll interval under a deadline
 
-    def __call__(self) -> float:
-        return self.now
 
-
-def arms(store: Registry, clock: Clock, wait_s: float = 0.2) -> RegisteredArms:
-    return RegisteredArms(cast(Store, store), every_s=5.0, wait_s=wait_s, clock=clock)
+def arms(store: Registry, wait_s: float = 0.2) -> RegisteredArms:
+    return RegisteredArms(cast(Store, store), every_s=0.05, wait_s=wait_s)
 
 
 async def test_the_first_read_is_waited_on_and_later_ones_refresh_behind_the_requests() -> None:
-    store, clock = Registry(), Clock()
-    registered = arms(store, clock)
-    assert await registered.current() == {"reg": (frozenset({"google"}), frozenset({"control", "swap_1_2"}))}
-    store.mode, clock.now = "hang", 5.0  # a refresh is due, and the store hangs
-    before = await asyncio.wait_for(registered.current(), 0.05)  # not waited on
-    assert "reg" in before and store.reads == 2
-    store.config["arms"] = {"control": 1, "hide_box": 1}
-    store.release.set()
-    await asyncio.sleep(0)  # wait-ok: let the released read finish
-    await asyncio.sleep(0)  # wait-ok
-    assert (await registered.current())["reg"][1] == frozenset({"control", "hide_box"})
-    assert store.reads == 2  # no new read within the period
+    store = Registry()
+    registered = arms(store)
+    try:
+        want = {"reg": (frozenset({"google"}), frozenset({"control", "swap_1_2"}))}
+        assert await registered.current() == want
+        store.mode = "hang"  # the next read hangs: requests do not wait on it
+        await until(lambda: store.reads >= 2)
+        assert await asyncio.wait_for(registered.current(), 0.02) == want
+        store.config["arms"] = {"control": 1, "hide_box": 1}
+        store.release.set()
+        await until(lambda: "hide_box" in registered._registry.get("reg", ((), ()))[1])
+    finally:
+        await registered.close()
 
 
-async def test_a_hung_or_absent_store_never_holds_a_request_past_the_first_wait() -> None:
-    store, clock = Registry(), Clock()
+async def test_a_quiet_intake_still_reads_an_experiment_registered_meanwhile() -> None:
+    """No request for a while, then the first one: the experiment registered in the lull is
+    already in the copy (the probe's words in arm got in after 10 quiet seconds)."""
+    store = Registry()
+    store.config["experiment_id"] = "other"
+    registered = arms(store)
+    try:
+        assert set(await registered.current()) == {"other"}
+        store.config["experiment_id"] = "registered-in-the-lull"
+        reads = store.reads
+        await until(lambda: store.reads >= reads + 2)  # no request meanwhile
+        assert set(await registered.current()) == {"registered-in-the-lull"}
+    finally:
+        await registered.close()
+
+
+async def test_a_hung_store_holds_no_request_past_the_first_wait_and_an_outage_keeps_the_copy() -> None:
+    store = Registry()
     store.mode = "hang"
-    registered = arms(store, clock, wait_s=0.1)
-    started = asyncio.get_running_loop().time()
-    assert await registered.current() == {}  # waited for the first read, then went on
-    assert asyncio.get_running_loop().time() - started < 1.0
-    clock.now = 0.05  # within the first wait, still before the read answers
-    assert await asyncio.wait_for(registered.current(), 1.0) == {}
-    clock.now = 0.2  # past it: requests no longer wait, though the read still hangs
-    assert await asyncio.wait_for(registered.current(), 0.02) == {}
-    await registered.close()  # shutdown does not wait on the hung read for long
-    assert store.reads == 1
+    registered = arms(store, wait_s=0.1)
+    try:
+        started = asyncio.get_running_loop().time()
+        assert await registered.current() == {}  # waited for the first read, then went on
+        assert asyncio.get_running_loop().time() - started < 1.0
+        assert await asyncio.wait_for(registered.current(), 0.02) == {}  # no more waiting
+        store.mode = "answer"
+        store.release.set()
+        await until(lambda: "reg" in registered._registry)
+        store.mode = "down"
+        reads = store.reads
+        await until(lambda: store.reads >= reads + 2)
+        assert "reg" in await registered.current()  # the last copy, while the store is down
+    finally:
+        await registered.close()
+    assert registered._task is None
 
 
-async def test_an_outage_keeps_taking_events_and_the_registry_is_read_once_it_is_back() -> None:
-    store, clock = Registry(), Clock()
+async def test_an_experiment_registered_here_is_checked_before_the_next_read() -> None:
+    from schemas.experiments import ExperimentConfig
+
+    store = Registry()
     store.mode = "down"
-    registered = arms(store, clock)
-    assert await registered.current() == {} and store.reads == 1
-    clock.now = 1.0
-    assert await registered.current() == {} and store.reads == 1  # one read per period
-    store.mode, clock.now = "answer", 5.0
-    await registered.current()
-    await asyncio.sleep(0)  # wait-ok: the refresh runs behind the request
-    assert "reg" in await registered.current() and store.reads == 2
+    registered = arms(store)
+    try:
+        assert await registered.current() == {}
+        config = ExperimentConfig.model_validate({**store.config, "experiment_id": "new"})
+        registered.note(config)
+        assert (await registered.current())["new"][1] == frozenset({"control", "swap_1_2"})
+    finally:
+        await registered.close()
