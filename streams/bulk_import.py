@@ -149,7 +149,13 @@ class BulkImporter:
             )
             try:
                 inserted = int((await self.store.query(f"SELECT count() FROM {new}")).rows[0][0])
-                await self.store.execute(f"INSERT INTO {raw} SELECT * FROM {new}")
+                # looked up again as it is inserted, in one statement: the worker may have
+                # stored some of these ids since (the same events arriving live); its own
+                # lookup and insert are one step on the store's write lane, this is another
+                fresh = f"SELECT event_id FROM {new}"
+                again = f"SELECT event_id FROM {raw} WHERE {where} AND event_id IN ({fresh})"
+                guarded = f"SELECT * FROM {new} WHERE event_id NOT IN ({again})"
+                await self.store.execute(f"INSERT INTO {raw} {guarded}")
             finally:
                 await self.store.execute(f"DROP TABLE IF EXISTS {new}")
             spans = await self._spans(family, staging)

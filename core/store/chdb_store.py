@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,24 @@ class ChdbStore(Store):
             return
         sql = f"INSERT INTO {table} SETTINGS {INSERT_SETTINGS} FORMAT JSONEachRow\n"
         await (self._background if background else self._write)(sql + lines.decode())
+
+    async def insert_new_json_rows(
+        self, table: str, rows: Sequence[tuple[str, bytes]], lookups: Sequence[str]
+    ) -> set[str]:
+        """The lookups and the insert as one step on the write lane (``Store.insert_new_json_rows``)."""
+        lane = self._write
+        async with lane.lock:
+            found: set[str] = set()
+            for sql in lookups:
+                raw = await asyncio.to_thread(
+                    lane.run, f"{sql}\nSETTINGS output_format_json_quote_64bit_integers = 0", "JSONCompact"
+                )
+                found.update(str(row[0]) for row in _result(raw).rows)
+            fresh = [line for event_id, line in rows if event_id not in found]
+            if fresh:
+                sql = f"INSERT INTO {table} SETTINGS {INSERT_SETTINGS} FORMAT JSONEachRow\n"
+                await asyncio.to_thread(lane.run, sql + b"\n".join(fresh).decode(), "CSV")
+        return found
 
     async def close(self) -> None:
         lanes = [self._write, self._background, self._control]

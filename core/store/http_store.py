@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -67,6 +68,20 @@ class HttpStore(Store):
     async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         if lines:
             await self._post("/insert", lines, {"table": table, **(BACKGROUND if background else {})})
+
+    async def insert_new_json_rows(
+        self, table: str, rows: Sequence[tuple[str, bytes]], lookups: Sequence[str]
+    ) -> set[str]:
+        """Passed on whole, so the store process runs it as one step (``Store.insert_new_json_rows``)."""
+        if not rows:
+            return set()
+        doc = {
+            "lookups": list(lookups),
+            "ids": [event_id for event_id, _ in rows],
+            "lines": [line.decode() for _, line in rows],
+        }
+        found = loads_json(await self._post("/insert_new", orjson.dumps(doc), {"table": table}))
+        return set(found["found"])
 
     async def status(self) -> dict[str, Any]:
         try:

@@ -4,8 +4,9 @@ chDB allows one process per data directory, so the workers (writes) and the
 ingest ``/v1/sql`` endpoint (reads) all come here. The API is internal:
 ``POST /execute`` (SQL body), ``POST /query[?read_only=1&<QueryLimits>]`` (SQL body,
 JSON rows back), ``POST /query_arrow`` (SQL body, read-only, an Arrow IPC stream back),
-``POST /insert?table=T`` (JSONEachRow body) and ``GET /status`` (read
-lanes). It runs with handler cancellation: a read whose caller hung up is killed.
+``POST /insert?table=T`` (JSONEachRow body), ``POST /insert_new?table=T`` (the raw tables'
+once-per-id write, its lookups and insert as one step) and ``GET /status`` (read lanes).
+It runs with handler cancellation: a read whose caller hung up is killed.
 """
 
 from __future__ import annotations
@@ -78,10 +79,26 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
         await request.app[STORE].insert_json_rows(table, await request.read(), background=background)
         return web.json_response({"ok": True})
 
+    async def insert_new(request: web.Request) -> web.Response:
+        """Rows whose ids the lookups do not find, inserted in one step: {"lookups", "ids",
+        "lines"} in, {"found": ids} out (``Store.insert_new_json_rows``)."""
+        table = request.query.get("table", "")
+        if not _TABLE.match(table):
+            return _error(400, "bad table name")
+        try:
+            doc = orjson.loads(await request.read())
+            lookups, ids, lines = doc["lookups"], doc["ids"], doc["lines"]
+            rows = [(str(i), str(line).encode()) for i, line in zip(ids, lines, strict=True)]
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return _error(400, "bad insert_new body")
+        found = await request.app[STORE].insert_new_json_rows(table, rows, [str(q) for q in lookups])
+        return web.Response(body=orjson.dumps({"found": sorted(found)}), content_type="application/json")
+
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/status", status)
     app.router.add_post("/execute", execute)
     app.router.add_post("/query", query)
     app.router.add_post("/query_arrow", query_arrow)
     app.router.add_post("/insert", insert)
+    app.router.add_post("/insert_new", insert_new)
     return app

@@ -39,16 +39,18 @@ class RawWriter:
         self.horizon_days = dedup_horizon_days
 
     async def write(self, family: Family, batch: DecodedBatch) -> RawWrite:
-        existing = await self._existing_ids(family, batch)
-        fresh = [
-            line for e, line in zip(batch.events, batch.lines, strict=True) if e["event_id"] not in existing
-        ]
+        rows = [(e["event_id"], line) for e, line in zip(batch.events, batch.lines, strict=True)]
         dead = list(batch.rejects)
-        if fresh:
-            try:
-                await self.store.insert_json_rows(family.raw_table, b"\n".join(fresh))
-            except StoreError:
-                dead += await self._insert_one_by_one(family, fresh)
+        try:
+            # the lookups and the insert as one step in the store, so an import of the same
+            # events at the same moment cannot insert between them
+            lookups = self._lookups(family, batch)
+            existing = await self.store.insert_new_json_rows(family.raw_table, rows, lookups)
+        except StoreError:  # a row ClickHouse refuses: find it, keep the rest
+            existing = await self._existing_ids(family, batch)
+            fresh = [line for event_id, line in rows if event_id not in existing]
+            dead += await self._insert_one_by_one(family, fresh)
+        fresh = [line for event_id, line in rows if event_id not in existing]
         if dead:
             await self._dead_letter(family, dead)
         self.metrics.count_stored(family.name, (e for e in batch.events if e["event_id"] not in existing))
@@ -59,21 +61,27 @@ class RawWriter:
         self.metrics.sink_rows.labels(family.raw_table, "dead_letter").inc(n_dead)
         return RawWrite(inserted=inserted, duplicates=len(existing), dead=n_dead)
 
-    async def _existing_ids(self, family: Family, batch: DecodedBatch) -> set[str]:
-        """Event ids of the batch already stored (client retries and replays)."""
+    def _lookups(self, family: Family, batch: DecodedBatch) -> list[str]:
+        """The queries that find the batch's event ids already stored (client retries and
+        replays), a chunk of ids each."""
         if not batch.events:
-            return set()
+            return []
         oldest = min(e["received_at"] for e in batch.events)
-        found: set[str] = set()
+        out = []
         for start in range(0, len(batch.events), ID_CHUNK):
-            chunk = batch.events[start : start + ID_CHUNK]
-            ids = ", ".join(quote(e["event_id"]) for e in chunk)
-            result = await self.store.query(
+            ids = ", ".join(quote(e["event_id"]) for e in batch.events[start : start + ID_CHUNK])
+            out.append(
                 f"SELECT toString(event_id) FROM {family.raw_table} "
                 f"WHERE received_at >= toDateTime64({quote(oldest)}, 3, 'UTC') "
                 f"- INTERVAL {self.horizon_days} DAY AND event_id IN ({ids})"
             )
-            found.update(r[0] for r in result.rows)
+        return out
+
+    async def _existing_ids(self, family: Family, batch: DecodedBatch) -> set[str]:
+        """Event ids of the batch already stored (client retries and replays)."""
+        found: set[str] = set()
+        for sql in self._lookups(family, batch):
+            found.update(r[0] for r in (await self.store.query(sql)).rows)
         return found
 
     async def _insert_one_by_one(self, family: Family, lines: list[bytes]) -> list[tuple[bytes, str]]:
