@@ -318,20 +318,25 @@ def test_the_twin_has_the_controls_history() -> None:
         parse_study(text)
 
 
+def one_search_history(tmp_path: Path, study_id: str, rounds: int) -> tuple[Path, float]:
+    """A study whose treatment profile "hist" searches "golf clubs" one spacing (1 s: the
+    round's full set-up lead, 0.25 s, on a loaded machine) before each slot."""
+    return study_file(
+        tmp_path,
+        study_id=study_id,
+        rounds=rounds,
+        lead_s=1.0,
+        spacing='"1s"',
+        profiles=PROFILES,
+        profile_extra={"hist": '\n[[profiles.history]]\nsearch = "golf clubs"\n'},
+    )
+
+
 def test_a_slow_history_step_is_cut_before_the_slot(tmp_path: Path) -> None:
     """The engine holds the history search for 2 s; the step is cut before the slot, recorded
-    as a timeout, and the profile's measured query still leaves at the slot with the others.
-    (A spacing of 1 s gives the round its full set-up lead, 0.25 s, on a loaded machine.)"""
+    as a timeout, and the profile's measured query still leaves at the slot with the others."""
     with FakeSerpEngine() as engine:
-        path, start = study_file(
-            tmp_path,
-            study_id="slow",
-            rounds=2,
-            lead_s=1.0,
-            spacing='"1s"',
-            profiles=PROFILES,
-            profile_extra={"hist": '\n[[profiles.history]]\nsearch = "golf clubs"\n'},
-        )
+        path, start = one_search_history(tmp_path, "slow", rounds=2)
         engine.fail("hist", SLOW)  # its first request: the history search
         summary = crawl(load_study(path), engine, tmp_path)
     assert len(summary.rounds) == 2 and summary.history() == {"hist": {"error": 1}}
@@ -363,15 +368,7 @@ def test_a_history_step_still_asleep_at_the_slot_is_on_record_as_not_begun(
 
     monkeypatch.setattr(crawler, "_sleep_until", held)
     with FakeSerpEngine() as engine:
-        path, start = study_file(
-            tmp_path,
-            study_id="asleep",
-            rounds=1,
-            lead_s=1.0,
-            spacing='"1s"',
-            profiles=PROFILES,
-            profile_extra={"hist": '\n[[profiles.history]]\nsearch = "golf clubs"\n'},
-        )
+        path, start = one_search_history(tmp_path, "asleep", rounds=1)
         planned.append(start - 1.0)  # one spacing before the slot
         summary = crawl(load_study(path), engine, tmp_path)
         searched = [h.query for h in engine.hits]
