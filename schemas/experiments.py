@@ -21,10 +21,12 @@ class ExperimentConfig(BaseModel):
     experiment_id: Ident
     engines: Annotated[list[Engine], Field(min_length=1, max_length=10)]
     arms: Annotated[
-        dict[Ident, Annotated[float, Field(gt=0, allow_inf_nan=False)]], Field(min_length=2, max_length=20)
+        dict[Ident, Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]],
+        Field(min_length=2, max_length=20),
     ]
     """Arm -> allocation weight, relative (normalised over an engine's arms, so their sum
-    must be finite: 1e308 twice made every normalised weight 0)."""
+    must be finite: 1e308 twice made every normalised weight 0). A number, never text or a
+    boolean read as one."""
     salt: Annotated[str, Field(min_length=8, max_length=128)]
     start: date
     end: date | None = None

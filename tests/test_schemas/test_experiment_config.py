@@ -43,3 +43,11 @@ def test_engines_not_listed_run_every_arm_and_listed_ones_their_own() -> None:
 def test_engine_arms_are_checked(engine_arms: dict[str, list[str]], says: str) -> None:
     with pytest.raises(ValidationError, match=says):
         ExperimentConfig.model_validate({**BASE, "engine_arms": engine_arms})
+
+
+@pytest.mark.parametrize("weight", ["1", True, None, [1]])
+def test_an_arm_weight_is_a_number_not_text_or_a_boolean(weight: object) -> None:
+    with pytest.raises(ValidationError, match=r"arms\.control"):
+        ExperimentConfig.model_validate({**BASE, "arms": {"control": weight, "swap_1_2": 1}})
+    numbers = ExperimentConfig.model_validate({**BASE, "arms": {"control": 2, "swap_1_2": 0.5}})
+    assert numbers.arms == {"control": 2.0, "swap_1_2": 0.5}
