@@ -119,8 +119,7 @@ class Store(abc.ABC):
         found: set[str] = set()
         for sql in lookups:
             found.update(str(row[0]) for row in (await self.query(sql)).rows)
-        fresh = [line for event_id, line in rows if event_id not in found]
-        if fresh:
+        if fresh := unfound(rows, found):
             await self.insert_json_rows(table, b"\n".join(fresh))
         return found
 
@@ -177,6 +176,11 @@ class NoStore(Store):
 
     async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         raise StoreUnavailable(self.reason)
+
+
+def unfound(rows: Sequence[tuple[str, bytes]], found: set[str]) -> list[bytes]:
+    """The lines of ``rows`` (id, JSON line) whose ids are not in ``found``."""
+    return [line for event_id, line in rows if event_id not in found]
 
 
 def loads_json(raw: bytes) -> Any:

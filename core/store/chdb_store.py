@@ -28,6 +28,7 @@ from core.store.base import (
     Store,
     StoreError,
     loads_json,
+    unfound,
 )
 
 log = logging.getLogger(__name__)
@@ -88,10 +89,7 @@ class ChdbStore(Store):
         self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
     ) -> QueryResult:
         if not read_only:
-            raw = await self._write(
-                f"{sql}\nSETTINGS output_format_json_quote_64bit_integers = 0", "JSONCompact"
-            )
-            return _result(raw)
+            return _result(await self._write(sql + _JSON_ROWS, "JSONCompact"))
         return _result(await self._read(sql, limits, "JSONCompact"))
 
     async def query_arrow(self, sql: str) -> Any:
@@ -152,25 +150,20 @@ class ChdbStore(Store):
     async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         if not lines:
             return
-        sql = f"INSERT INTO {table} SETTINGS {INSERT_SETTINGS} FORMAT JSONEachRow\n"
-        await (self._background if background else self._write)(sql + lines.decode())
+        await (self._background if background else self._write)(_insert_sql(table) + lines.decode())
 
     async def insert_new_json_rows(
         self, table: str, rows: Sequence[tuple[str, bytes]], lookups: Sequence[str]
     ) -> set[str]:
         """The lookups and the insert as one step on the write lane (``Store.insert_new_json_rows``)."""
         lane = self._write
-        async with lane.lock:
+        async with lane.lock:  # held across both: lane.run, not lane(), which takes it again
             found: set[str] = set()
             for sql in lookups:
-                raw = await asyncio.to_thread(
-                    lane.run, f"{sql}\nSETTINGS output_format_json_quote_64bit_integers = 0", "JSONCompact"
-                )
+                raw = await asyncio.to_thread(lane.run, sql + _JSON_ROWS, "JSONCompact")
                 found.update(str(row[0]) for row in _result(raw).rows)
-            fresh = [line for event_id, line in rows if event_id not in found]
-            if fresh:
-                sql = f"INSERT INTO {table} SETTINGS {INSERT_SETTINGS} FORMAT JSONEachRow\n"
-                await asyncio.to_thread(lane.run, sql + b"\n".join(fresh).decode(), "CSV")
+            if fresh := unfound(rows, found):
+                await asyncio.to_thread(lane.run, _insert_sql(table) + b"\n".join(fresh).decode(), "CSV")
         return found
 
     async def close(self) -> None:
@@ -180,6 +173,14 @@ class ChdbStore(Store):
         for lane in lanes:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(lane.connection.close)
+
+
+_JSON_ROWS = "\nSETTINGS output_format_json_quote_64bit_integers = 0"
+"""A write-lane query's rows as JSON numbers (the read lanes set it in ``READ_SETTINGS``)."""
+
+
+def _insert_sql(table: str) -> str:
+    return f"INSERT INTO {table} SETTINGS {INSERT_SETTINGS} FORMAT JSONEachRow\n"
 
 
 def _result(raw: bytes) -> QueryResult:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import orjson
 
 from core.store import Store, StoreError
+from core.store.base import unfound
 from schemas.sql import quote
 from schemas.topics import Family
 from streams.metrics import WorkerMetrics
@@ -41,16 +42,17 @@ class RawWriter:
     async def write(self, family: Family, batch: DecodedBatch) -> RawWrite:
         rows = [(e["event_id"], line) for e, line in zip(batch.events, batch.lines, strict=True)]
         dead = list(batch.rejects)
+        refused = False
         try:
             # the lookups and the insert as one step in the store, so an import of the same
             # events at the same moment cannot insert between them
             lookups = self._lookups(family, batch)
             existing = await self.store.insert_new_json_rows(family.raw_table, rows, lookups)
         except StoreError:  # a row ClickHouse refuses: find it, keep the rest
-            existing = await self._existing_ids(family, batch)
-            fresh = [line for event_id, line in rows if event_id not in existing]
+            existing, refused = await self._existing_ids(family, batch), True
+        fresh = unfound(rows, existing)
+        if refused:
             dead += await self._insert_one_by_one(family, fresh)
-        fresh = [line for event_id, line in rows if event_id not in existing]
         if dead:
             await self._dead_letter(family, dead)
         self.metrics.count_stored(family.name, (e for e in batch.events if e["event_id"] not in existing))
