@@ -128,7 +128,8 @@ ElementShare: type[BaseModel] = create_model(
 
 
 class Drops(BaseModel):
-    """Units per arm before preprocessing and dropped by each rule (``drops_sql``)."""
+    """Units per arm (clicks, or shown pages in impression mode) before preprocessing and
+    dropped by each rule (``drops_sql``)."""
 
     arm: str
     all_units: int
@@ -150,6 +151,12 @@ class ExperimentReport(_Closed):
     element_shares: list[ElementShare]
     performative_power_lower_bound: Number
     preprocessing: list[Drops]
+    burn_in_days: int = Field(
+        ge=0, description="Days dropped at the start of each install: as asked, else as registered, else 4."
+    )
+    unit_mode: Literal["click", "impression"] = Field(
+        description="What a unit is: as asked, else as the experiment was registered, else click."
+    )
     intervals: str = Field(json_schema_extra={"enum": list(INTERVAL_GUARANTEES)})
     interval_guarantee: str
     decisions: dict[str, str | None] | None = Field(

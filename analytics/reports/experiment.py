@@ -180,11 +180,16 @@ class ReportQuery:
             "at_most": int(kept[k - 1]) if k < 5 else None,
         }
 
-    def per_install_sql(self) -> str:
-        """Units and clicks per (install, arm) after preprocessing."""
+    @property
+    def unit_column(self) -> str:
+        """The column a unit is counted in (``UNIT_COLUMNS``); ValueError for another mode."""
         if self.unit_mode not in UNIT_COLUMNS:
             raise ValueError(f"unit mode must be one of {sorted(UNIT_COLUMNS)}")
-        unit = UNIT_COLUMNS[self.unit_mode]
+        return UNIT_COLUMNS[self.unit_mode]
+
+    def per_install_sql(self) -> str:
+        """Units and clicks per (install, arm) after preprocessing."""
+        unit = self.unit_column
         return (
             f"SELECT install_id, arm, sum({unit}) AS n_units, sumForEach(clicks) AS n_clicks "
             f"FROM {self._source} WHERE {self._where()} GROUP BY install_id, arm"
@@ -207,9 +212,7 @@ class ReportQuery:
         (days, slices) hold many rows per pair and are grouped by the key (a UInt64, not
         the id string). The bootstrap knows an install only by its key, so two ids of one
         key (odds ~1e-10 at 100k installs) were one cluster already."""
-        if self.unit_mode not in UNIT_COLUMNS:
-            raise ValueError(f"unit mode must be one of {sorted(UNIT_COLUMNS)}")
-        unit = UNIT_COLUMNS[self.unit_mode]
+        unit = self.unit_column
         key = f"{install_key_sql('install_id', seed)} AS install_key"
         counts = {"n_units": unit}
         if elements:
@@ -233,13 +236,15 @@ class ReportQuery:
         )
 
     def drops_sql(self) -> str:
-        """Units per arm kept, dropped by burn-in, and dropped as unidentified."""
+        """Units per arm (of the report's unit mode: clicks or shown pages) before
+        preprocessing, dropped by burn-in, and dropped as unidentified."""
+        unit = self.unit_column
         burn = int(self.burn_in_days)
         unidentified = "identified = 0" if self.identified_only else "0"
         return (
-            "SELECT arm, sum(units) AS all_units, "
-            f"sumIf(units, install_age_days < {burn}) AS burn_in_dropped, "
-            f"sumIf(units, install_age_days >= {burn} AND {unidentified}) AS unidentified_dropped "
+            f"SELECT arm, sum({unit}) AS all_units, "
+            f"sumIf({unit}, install_age_days < {burn}) AS burn_in_dropped, "
+            f"sumIf({unit}, install_age_days >= {burn} AND {unidentified}) AS unidentified_dropped "
             f"FROM {self._source} WHERE {self._where(preprocessing=False)} "
             "GROUP BY arm ORDER BY arm"
         )
@@ -248,7 +253,7 @@ class ReportQuery:
         """Units and clicks per (window, install, arm) after preprocessing, windows of
         ``window_s`` seconds aligned to the epoch, read from the 10-second slices."""
         fine = self.at_slice_resolution()
-        unit = UNIT_COLUMNS[self.unit_mode]
+        unit = self.unit_column
         return (
             "SELECT toUInt32(toStartOfInterval(slice_start, "
             f"INTERVAL {int(window_s)} SECOND)) AS window_start, install_id, arm, "
@@ -260,7 +265,7 @@ class ReportQuery:
     def windows_keys_sql(self, window_s: int, seed: int, ranks: int = 10) -> str:
         """``windows_sql`` with installs as their bootstrap keys, for the columnar path."""
         fine = self.at_slice_resolution()
-        unit = UNIT_COLUMNS[self.unit_mode]
+        unit = self.unit_column
         clicks = ", ".join(f"toFloat64(sum(clicks[{i}])) AS c{i}" for i in range(1, ranks + 1))
         return (
             "SELECT toUInt32(toStartOfInterval(slice_start, "

@@ -54,7 +54,21 @@ Subset = Annotated[
         "(the quintiles within pages without ads or a box: the paper's Figure 6, right)"
     ),
 ]
-BurnIn = Annotated[int, typer.Option(help="Drop each install's first N days")]
+BurnIn = Annotated[
+    int | None,
+    typer.Option(
+        help="Drop each install's first N days \\[default: as the experiment was registered, else 4]",
+        show_default=False,
+    ),
+]
+UnitMode = Annotated[
+    str | None,
+    typer.Option(
+        help="click (the paper's units) or impression (serp_view) "
+        "\\[default: as the experiment was registered, else click]",
+        show_default=False,
+    ),
+]
 Seed = Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")]
 
 
@@ -100,16 +114,14 @@ def experiment(
     experiment_id: Annotated[str, typer.Argument(help="The experiment id")],
     engine: Annotated[str, typer.Option(help="Search engine")] = "google",
     subset: Subset = "all",
-    burn_in_days: BurnIn = 4,
+    burn_in_days: BurnIn = None,
     include_unidentified: Annotated[
         bool, typer.Option("--include-unidentified", help="Keep identified=false events")
     ] = False,
     since: Since = None,
     until: Until = None,
     ranks: Annotated[int, typer.Option(help="Positions c1..cN to show")] = 6,
-    unit_mode: Annotated[
-        str, typer.Option(help="click (the paper's units) or impression (serp_view)")
-    ] = "click",
+    unit_mode: UnitMode = None,
     seed: Seed = 0,
     baseline: Annotated[
         str,
@@ -150,32 +162,34 @@ def experiment(
         columns = list(doc["arms"][0]) if doc["arms"] else []
         print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in doc["arms"]]}, "csv")
     else:
-        _print_experiment(doc, f"{experiment_id} · {engine} · subset {subset}", ranks)
+        units = f"burn-in {doc['burn_in_days']} days · units {doc['unit_mode']}"
+        _print_experiment(doc, f"{experiment_id} · {engine} · subset {subset} · {units}", ranks)
 
 
 def _report_query(
     experiment_id: str,
     engine: str,
-    burn_in_days: int,
+    burn_in_days: int | None,
     identified_only: bool,
     subset: str,
     since: str | None,
     until: str | None,
-    unit_mode: str,
+    unit_mode: str | None,
 ) -> ReportQuery:
-    """The report's selection from the command's options; a bad option exits 2."""
+    """The report's selection from the command's options; a bad option exits 2 (unset
+    preprocessing is checked at its defaults: the service reads the registered values)."""
     from analytics.reports.experiment import ReportQuery, parse_moment
 
     try:
         return ReportQuery(
             experiment_id,
             engine,
-            burn_in_days,
+            ReportQuery.burn_in_days if burn_in_days is None else burn_in_days,
             identified_only,
             subset,
             parse_moment(since) if since else None,
             parse_moment(until) if until else None,
-            unit_mode,
+            unit_mode or ReportQuery.unit_mode,
         )
     except ValueError as exc:
         raise fail(str(exc), 2) from None
@@ -290,10 +304,10 @@ def timeline(
     rank: Annotated[int, typer.Option(help="Position whose CTR and gap are shown in the table")] = 1,
     engine: Annotated[str, typer.Option(help="Search engine")] = "google",
     subset: Annotated[str, typer.Option(help="Same subsets as `report experiment`")] = "all",
-    burn_in_days: BurnIn = 4,
+    burn_in_days: BurnIn = None,
     since: Since = None,
     until: Until = None,
-    unit_mode: Annotated[str, typer.Option(help="click or impression")] = "click",
+    unit_mode: UnitMode = None,
     seed: Seed = 0,
     baseline: Annotated[str, typer.Option(help="Arm the gaps are taken against")] = "control",
     url: Url = "http://127.0.0.1:8080",

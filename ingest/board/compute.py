@@ -88,17 +88,33 @@ async def _index(store: Store, panel: Panel) -> dict[str, Any]:
     }
 
 
+def _registered(
+    config: dict[str, Any] | None, burn_in_days: int | None, unit_mode: str | None
+) -> tuple[int, str]:
+    """The burn-in and units of a report: as asked, else as the experiment was registered,
+    else the paper's (4 days, clicks), so the board and ``report experiment`` agree."""
+    if burn_in_days is None:
+        burn_in_days = int(config["burn_in_days"]) if config else ReportQuery.burn_in_days
+    if unit_mode is None:
+        unit_mode = str(config["unit_mode"] or "click") if config else "click"
+    return burn_in_days, unit_mode
+
+
+async def _preprocessing(store: Store, p: dict[str, Any]) -> tuple[int, str]:
+    """``_registered`` for a report's parameters, reading the registry only when one is unset."""
+    if p["burn_in_days"] is not None and p["unit_mode"] is not None:
+        return p["burn_in_days"], p["unit_mode"]
+    registry = await _rows(store, queries.registry_sql(p["experiment_id"]))
+    return _registered(registry[0] if registry else None, p["burn_in_days"], p["unit_mode"])
+
+
 async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
     experiment_id, engine, ranks = panel.get("experiment_id"), panel.get("engine"), panel.get("ranks")
     intervals = panel.get("intervals")
     registry = await _rows(store, queries.registry_sql(experiment_id))
     config = registry[0] if registry else None
-    query = ReportQuery(
-        experiment_id,
-        engine,
-        burn_in_days=int(config["burn_in_days"]) if config else 4,
-        unit_mode=str(config["unit_mode"] or "click") if config else "click",
-    )
+    burn_in_days, unit_mode = _registered(config, None, None)
+    query = ReportQuery(experiment_id, engine, burn_in_days=burn_in_days, unit_mode=unit_mode)
     statements = queries.experiment_sql(query)
     targets = TARGETS["board"]
     try:
@@ -163,6 +179,7 @@ async def _alerts(store: Store, panel: Panel) -> dict[str, Any]:
 async def _report(store: Store, panel: Panel) -> dict[str, Any]:
     """``report experiment``: one report for the selection in ``panel`` (see ingest/reports.py)."""
     p = dict(panel.params)
+    p["burn_in_days"], p["unit_mode"] = await _preprocessing(store, p)
     query = ReportQuery(
         p["experiment_id"],
         p["engine"],
@@ -177,7 +194,7 @@ async def _report(store: Store, panel: Panel) -> dict[str, Any]:
     try:
         targets = targets_from_rows([dict(t) for t in p["targets"]]) if p.get("targets") else None
         return await RESULTS.get(
-            ("report", repr(panel.params)),
+            ("report", repr(sorted(p.items()))),
             lambda: data_version(
                 store, query.experiment_id, query.engine, bool(targets), intervals == "sequential"
             ),
@@ -193,12 +210,13 @@ async def _report_json(
     report = await run_experiment_report(
         store, query, p["ranks"], p["seed"], p["baseline"], intervals, targets
     )
-    return report_json(report)
+    return {**report_json(report), "burn_in_days": query.burn_in_days, "unit_mode": query.unit_mode}
 
 
 async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:
     """``report timeline``: one table per window (see ingest/reports.py)."""
     p = dict(panel.params)
+    p["burn_in_days"], p["unit_mode"] = await _preprocessing(store, p)
     query = ReportQuery(
         p["experiment_id"],
         p["engine"],
@@ -226,7 +244,7 @@ async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:
 
     try:
         return await RESULTS.get(
-            ("timeline", repr(panel.params)),
+            ("timeline", repr(sorted(p.items()))),
             lambda: data_version(store, query.experiment_id, query.engine, False, False, hours=True),
             document,
         )

@@ -13,7 +13,7 @@ import pytest
 from analytics.stats import sequential
 from collectors.simulate.clickmodel import click_distribution
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from tests.helpers import Service, post_study, report_json, wait_for
+from tests.helpers import Service, http, post_study, report_json, wait_for
 
 pytestmark = pytest.mark.integration
 EXP = "planted"
@@ -308,3 +308,42 @@ def test_box_subset_distortions_figure5(service: Service) -> None:
     ):  # swap + add ads/box
         low, high = table[arm]
         assert low < planted(arm, baseline) < high, (arm, baseline, low, high, planted(arm, baseline))
+
+
+def test_a_report_uses_the_burn_in_and_units_the_experiment_was_registered_with(service: Service) -> None:
+    """``report experiment`` without --burn-in-days or --unit-mode reads the experiment's
+    registered preprocessing, as the board does, and says which it used; options override."""
+    import orjson
+
+    from collectors.simulate.extension_traffic import DEFAULT_ARMS
+
+    experiment = "registered-prep"
+    body = {
+        "experiment_id": experiment,
+        "engines": ["google", "bing"],
+        "arms": dict(DEFAULT_ARMS),
+        "salt": "salt-0123456",
+        "start": "2026-01-01",
+        "burn_in_days": 10,
+        "unit_mode": "impression",
+    }
+    headers = {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"}
+    created = http("POST", service.url + "/v1/experiments", orjson.dumps(body), headers)
+    assert created.status in (200, 201), created.body
+    post_study(service, TrafficConfig(experiment_id=experiment, seed=7, installs=60), 3_000)
+
+    registered = report_json(service, experiment)
+    assert (registered["burn_in_days"], registered["unit_mode"]) == (10, "impression")
+    named = report_json(service, experiment, "--burn-in-days", "10", "--unit-mode", "impression")
+    assert registered["arms"] == named["arms"] and registered["preprocessing"] == named["preprocessing"]
+    burn = {d["arm"]: d["burn_in_dropped"] for d in registered["preprocessing"]}
+    recount = service.sql(
+        "SELECT arm, countIf(type = 'serp_view' AND dateDiff('day', install_day, toDate(received_at)) < 10) "
+        f"AS burn FROM extension_events WHERE experiment_id = '{experiment}' AND engine = 'google' "
+        "GROUP BY arm"
+    )
+    assert burn == {row["arm"]: row["burn"] for row in recount} and sum(burn.values()) > 0
+
+    overridden = report_json(service, experiment, "--burn-in-days", "0")
+    assert (overridden["burn_in_days"], overridden["unit_mode"]) == (0, "impression")
+    assert {d["burn_in_dropped"] for d in overridden["preprocessing"]} == {0}
