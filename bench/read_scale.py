@@ -341,7 +341,7 @@ def main() -> None:
         "--events-dir",
         type=Path,
         help="keep the generated event files here and reuse them in later runs (50M events take "
-        "~19 GB and ~20 minutes to write); by default they are written to the run's temporary "
+        "~24 GiB and ~20 minutes to write); by default they are written to the run's temporary "
         "directory and deleted after their import",
     )
     args = parser.parse_args()

@@ -1,4 +1,4 @@
-"""One frozen settings object; the only place that reads the environment.
+"""One frozen settings object with every service setting.
 
 Every field can be set with an ``AUDITSTREAM_<FIELD>`` environment variable
 (for example ``AUDITSTREAM_KAFKA_BOOTSTRAP``) or with the matching CLI flag.

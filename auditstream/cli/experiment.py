@@ -15,6 +15,14 @@ from auditstream.cli.data import AdminKeyOpt, ApiKeyOpt, Format, Url, call_api, 
 
 app = typer.Typer(help="Create, list, show and stop arrangement experiments.", no_args_is_help=True)
 
+ShowKeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        help="Key with the read scope (with --public: the ingest scope) \\[env: AUDITSTREAM_API_KEY]",
+    ),
+]
+
 
 def _arms(pairs: list[str]) -> dict[str, float]:
     arms = {}
@@ -89,7 +97,7 @@ def show(
     experiment_id: Annotated[str, typer.Argument()],
     public: Annotated[bool, typer.Option("--public", help="Show what extensions receive")] = False,
     url: Url = "http://127.0.0.1:8080",
-    api_key: ApiKeyOpt = None,
+    api_key: ShowKeyOpt = None,
 ) -> None:
     """One experiment's full config (or, with --public, the config served to extensions)."""
     path = f"/v1/experiments/{experiment_id}" + ("/config" if public else "")

@@ -22,14 +22,23 @@ def up(
         str | None, typer.Option("--api-key", help="Register this key (with every scope)")
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes \\[env: AUDITSTREAM_WORKERS]")] = None,
-    partitions: Annotated[int | None, typer.Option(help="Partitions per topic")] = None,
+    partitions: Annotated[
+        int | None, typer.Option(help="Partitions per topic \\[env: AUDITSTREAM_PARTITIONS]")
+    ] = None,
     ingest_processes: Annotated[
         int | None,
         typer.Option(help="Ingest processes sharing the port \\[env: AUDITSTREAM_INGEST_PROCESSES]"),
     ] = None,
-    demo: Annotated[bool, typer.Option("--demo", help="Also run the extension load generator")] = False,
-    demo_events: Annotated[int, typer.Option(help="Events the demo sends")] = 20_000,
-    demo_rate: Annotated[float, typer.Option(help="Demo events per second")] = 200.0,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="Also run the demo load: autocomplete rounds with a shock, personalization "
+            "rounds, then extension traffic",
+        ),
+    ] = False,
+    demo_events: Annotated[int, typer.Option(help="Extension events the demo sends")] = 20_000,
+    demo_rate: Annotated[float, typer.Option(help="Demo extension events per second")] = 200.0,
 ) -> None:
     """Run the whole service on this machine until Ctrl-C (SIGINT) or SIGTERM."""
     settings = load_settings(
