@@ -37,3 +37,38 @@ async def test_background_statements_pass_a_held_write_lane_in_chdb_and_over_htt
         await remote.close()
         await server.close()
         await store.close()
+
+
+async def test_an_id_lookup_and_its_insert_let_no_other_write_between_them(tmp_path: Path) -> None:
+    """The once-per-event-id write (``insert_new_json_rows``, the worker's) looks its ids up
+    only once the write lane is its own, so an import's insert of the same ids that holds
+    the lane is seen, not written over: exactly once however the two are timed. Lookups
+    made before waiting for the lane (on a read lane) missed such an insert and wrote the
+    ids again."""
+    store = ChdbStore(tmp_path / "ch", read_lanes=1)
+    server = TestServer(create_store_app(store, token="t"))
+    await server.start_server()
+    remote = HttpStore(str(server.make_url("")).rstrip("/"), token="t")
+    try:
+        await store.execute("CREATE TABLE t (event_id String) ENGINE = MergeTree ORDER BY event_id")
+        for round_, client in enumerate((store, remote)):
+            ids = [f"r{round_}-{k}" for k in range(3)]
+            rows = [(i, f'{{"event_id": "{i}"}}'.encode()) for i in ids]
+            lookup = f"SELECT event_id FROM t WHERE event_id IN ({', '.join(repr(i) for i in ids)})"
+            async with store._write.lock:  # an import's guarded insert holds the write lane
+                writing = asyncio.ensure_future(client.insert_new_json_rows("t", rows, [lookup]))
+                async with asyncio.timeout(60):
+                    while not store._write.lock._waiters:
+                        await asyncio.sleep(0.01)
+                values = ", ".join(f"('{i}')" for i in ids[:2])
+                await asyncio.to_thread(store._write.run, f"INSERT INTO t VALUES {values}", "CSV")
+            found = await asyncio.wait_for(writing, 60)
+            assert found == set(ids[:2])
+            stored = await store.query(
+                f"SELECT event_id, count() FROM t WHERE event_id LIKE 'r{round_}-%' GROUP BY 1"
+            )
+            assert sorted(map(tuple, stored.rows)) == [(i, 1) for i in ids]
+    finally:
+        await remote.close()
+        await server.close()
+        await store.close()
