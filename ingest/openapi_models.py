@@ -180,6 +180,8 @@ class TimelineWindow(_Closed):
 class Timeline(_Closed):
     window_seconds: int = Field(gt=0)
     baseline: str
+    burn_in_days: int = Field(ge=0, description="As for the experiment report.")
+    unit_mode: Literal["click", "impression"] = Field(description="As for the experiment report.")
     windows: list[TimelineWindow] = Field(min_length=1)
 
 

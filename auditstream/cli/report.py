@@ -347,7 +347,9 @@ def timeline(
         columns = list(dict.fromkeys(c for r in records for c in r))
         print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
     else:
-        title = f"{experiment_id} · {engine} · subset {subset} · {window} windows ({window_s} s), 95% CI"
+        units = f"burn-in {doc['burn_in_days']} days · units {doc['unit_mode']}"
+        windows = f"{window} windows ({window_s} s)"
+        title = f"{experiment_id} · {engine} · subset {subset} · {units} · {windows}, 95% CI"
         _print_timeline(doc, rank, title)
 
 

@@ -236,6 +236,8 @@ async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:
         return {
             "window_seconds": window_s,
             "baseline": p["baseline"],
+            "burn_in_days": query.burn_in_days,
+            "unit_mode": query.unit_mode,
             "windows": [
                 {"window_start": datetime.fromtimestamp(start, UTC).isoformat(), "arms": records}
                 for start, records in windows

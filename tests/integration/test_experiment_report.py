@@ -344,6 +344,18 @@ def test_a_report_uses_the_burn_in_and_units_the_experiment_was_registered_with(
     )
     assert burn == {row["arm"]: row["burn"] for row in recount} and sum(burn.values()) > 0
 
+    # the timeline reads the registered preprocessing too, and says so
+    from typer.testing import CliRunner
+
+    from auditstream.cli import app
+
+    args = ["report", "timeline", experiment, "--url", service.url, "--api-key", service.api_key]
+    timeline = CliRunner().invoke(app, [*args, "--window", "1d", "--format", "json"])
+    assert timeline.exit_code == 0, timeline.output
+    assert orjson.loads(timeline.stdout)["burn_in_days"] == 10
+    table = CliRunner().invoke(app, [*args, "--window", "1d"], terminal_width=300)
+    assert "burn-in 10 days · units impression" in table.output, table.output
+
     overridden = report_json(service, experiment, "--burn-in-days", "0")
     assert (overridden["burn_in_days"], overridden["unit_mode"]) == (0, "impression")
     assert {d["burn_in_dropped"] for d in overridden["preprocessing"]} == {0}
