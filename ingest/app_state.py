@@ -24,4 +24,4 @@ ARMS = web.AppKey("arms", RegisteredArms)
 BOARD_STATE: web.AppKey[Callable[[], str]] = web.AppKey("board_state")
 """The board's compute process, as ``/readyz`` reports it: "starting" until it has started
 and warmed its caches (the first board or report answer waits for that), then "ready", or
-"failed" when it could not start (``routes.board_state``)."""
+"failed" when it could not start (``compute_process.board_state``)."""

@@ -10,10 +10,7 @@ computation per panel per interval.
 
 from __future__ import annotations
 
-import asyncio
-import multiprocessing
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -25,6 +22,7 @@ from core.store import Store
 from ingest.app_state import BOARD_STATE
 from ingest.board import compute
 from ingest.board.compute import Panel
+from ingest.board.compute_process import ComputeProcess
 from ingest.board.refresher import BoardRefresher, BoardUnavailable
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response
@@ -169,9 +167,9 @@ COMPUTE: web.AppKey[ComputeFn] = web.AppKey("board_compute")
 
 def _refresher(
     settings: Settings, store: Store, in_process: bool
-) -> tuple[ComputeFn, Callable[[], str], Any]:
+) -> tuple[ComputeFn, Callable[[], str], ComputeProcess | None]:
     """How panels are computed: in a child process (or here, for a store given in code);
-    then whether that process has started and warmed up, and the process pool."""
+    then whether that process has started and warmed up, and the process itself."""
     if in_process:
         compute.use_targets(settings)
 
@@ -179,45 +177,22 @@ def _refresher(
             return await compute.compute(store, panel)
 
         return here, lambda: "ready", None
-    pool = ProcessPoolExecutor(
-        max_workers=1,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=compute.child_init,
-        initargs=(compute.store_settings(settings),),
-    )
-
-    # Started now rather than at the first panel: the child's imports and store take a second
-    # or two that the first board or report request would otherwise wait for; then its caches.
-    pool.submit(compute.ready)
-    warmed = pool.submit(compute.warm_up)
-
-    async def in_child(panel: Panel) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(pool, compute.in_child, panel)
-
-    return in_child, lambda: board_state(warmed), pool
-
-
-def board_state(warmed: Future[Any]) -> str:
-    """What ``/readyz`` says of the compute process from its warm-up: "starting" until the
-    warm-up has run, "failed" when it could not (the process did not start, or broke), else
-    "ready" (a store that did not answer yet leaves it ready but cold)."""
-    if not warmed.done():
-        return "starting"
-    return "failed" if warmed.cancelled() or warmed.exception() is not None else "ready"
+    child = ComputeProcess(settings)
+    return child, child.state, child
 
 
 def add_routes(app: web.Application, settings: Settings, store: Store, in_process: bool) -> None:
     """The board's routes; ``in_process`` computes panels in this process (a store given in
     code, which a child process could not reach), otherwise in a child process."""
-    app[COMPUTE], app[BOARD_STATE], pool = _refresher(settings, store, in_process)
+    app[COMPUTE], app[BOARD_STATE], child = _refresher(settings, store, in_process)
     app[REFRESHER] = BoardRefresher(app[COMPUTE], REFRESH_S, slower=SLOWER_REFRESH_S, quiet_s=QUIET_S)
     app[ASSET_FILES] = load_assets()
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         yield
         await app[REFRESHER].close()
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        if child is not None:
+            child.shutdown()
 
     app.cleanup_ctx.append(lifetime)
     app.router.add_get("/board", page)

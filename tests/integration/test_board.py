@@ -16,6 +16,7 @@ import itertools
 import os
 import random
 import shutil
+import signal
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -503,3 +504,35 @@ def test_readyz_says_when_the_boards_compute_process_is_ready(service: Service) 
         return resp.body["board"] if resp.body["board"] == "ready" else None
 
     assert wait_for(board, 60, "the board's compute process ready") == "ready"
+
+
+def _compute_process(ingest_pid: int) -> int | None:
+    """The board's compute process: the child of ingest that multiprocessing spawned."""
+    for child in Path(f"/proc/{ingest_pid}/task/{ingest_pid}/children").read_text().split():
+        cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        if b"spawn_main" in cmdline:
+            return int(child)
+    return None
+
+
+def test_the_board_and_reports_come_back_when_the_compute_process_dies(study: Service) -> None:
+    """The process that computes board panels and reports is killed (an OOM kill, say): the
+    next report starts a new one and answers, and /readyz says "ready" again. A broken
+    process pool had kept failing every report until ingest itself was restarted."""
+    service = study
+    ingest = service.pid("ingest")
+    first = wait_for(lambda: _compute_process(ingest), 60, "the compute process")
+    before = report_json(service, EXP, "--ranks", "3")
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: not Path(f"/proc/{first}").exists(), 30, "the compute process gone")
+    after = report_json(service, EXP, "--ranks", "3")
+    assert after["arms"] == before["arms"]
+    second = _compute_process(ingest)
+    assert second is not None and second != first
+
+    def board() -> str | None:
+        resp = http("GET", service.url + "/readyz")
+        assert resp.status == 200 and resp.body["ready"] is True
+        return resp.body["board"] if resp.body["board"] == "ready" else None
+
+    assert wait_for(board, 60, "the board's compute process ready again") == "ready"

@@ -66,7 +66,7 @@ def test_readyz_board_state_follows_the_warm_up() -> None:
     (warm or not), failed when it raised (a compute process that could not start)."""
     from concurrent.futures import Future
 
-    from ingest.board.routes import board_state
+    from ingest.board.compute_process import board_state
 
     pending: Future[int] = Future()
     assert board_state(pending) == "starting"
