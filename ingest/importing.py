@@ -22,6 +22,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.lifetime import exit_with_parent
+from core.process_pool import PoolUnavailable, RestartingPool
 from core.store import StoreError, StoreUnavailable
 from ingest.app_state import ARMS, CONFIG, METRICS, STORE
 from ingest.board.compute import Panel, PanelFailed
@@ -83,7 +84,10 @@ async def post_import(request: web.Request) -> web.Response:
     """Store one chunk of JSON lines; answer what was stored and the days to recompute."""
     key = authorize(request, "admin")
     body = await _body(request)
-    chunk = await request.app[PREPARE](body, await request.app[ARMS].current())
+    try:
+        chunk = await request.app[PREPARE](body, await request.app[ARMS].current())
+    except PoolUnavailable as exc:
+        raise problem(503, "import_unavailable", f"{exc}; nothing was stored", {"Retry-After": "5"}) from None
     rejected = chunk.rejected
     metrics = request.app[METRICS]
     for reason, n in Counter(r.reason for r in rejected).items():
@@ -151,22 +155,22 @@ def add_routes(app: web.Application, workers: int = 2) -> None:
     """The import routes; chunks are validated in ``workers`` processes (0: in a thread here)."""
     app[IMPORTER] = BulkImporter(app[STORE], app[CONFIG].dedup_horizon_days)
     app[IMPORT_LOCK] = asyncio.Lock()
-    pools: list[ProcessPoolExecutor] = []
+    # started on the first import (most services never import), and again if one dies
+    pool = RestartingPool(
+        "import's validation processes",
+        lambda _first: ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=exit_with_parent
+        ),
+    )
 
     async def prepare(body: bytes, registry: Registry) -> PreparedChunk:
         if workers == 0:
             return await asyncio.to_thread(prepare_chunk, body, registry)
-        if not pools:  # started on the first import: most services never import
-            context = multiprocessing.get_context("spawn")
-            pools.append(
-                ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=exit_with_parent)
-            )
-        return await asyncio.get_running_loop().run_in_executor(pools[0], prepare_chunk, body, registry)
+        return await pool.run(prepare_chunk, body, registry)
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         yield
-        for pool in pools:
-            pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown()
 
     app[PREPARE] = prepare
     app.cleanup_ctx.append(lifetime)

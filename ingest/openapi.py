@@ -267,7 +267,7 @@ ERRORS: dict[int, str] = {
     500: "Unexpected error (`internal_error`); nothing was accepted",
     503: "Kafka, ClickHouse or the board's compute process unavailable (`broker_unavailable`, "
     "`store_unavailable`, `store_refused`, `report_failed`, `board_unavailable`, "
-    "`compute_unavailable`); retry after `Retry-After` seconds",
+    "`compute_unavailable`, `import_unavailable`); retry after `Retry-After` seconds",
 }
 RETRY_AFTER = {"schema": {"type": "integer", "minimum": 1}, "description": "Seconds to wait."}
 HEADERS: dict[int, dict[str, Any]] = {

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from analytics.reports.experiment import ReportQuery, parse_moment, parse_window
 from analytics.stats.reweight import targets_from_rows
+from core.process_pool import PoolUnavailable
 from core.store import StoreUnavailable
 from ingest.board.compute import Panel, PanelFailed
-from ingest.board.compute_process import ComputeUnavailable
 from ingest.board.routes import COMPUTE
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_json, store_unavailable
@@ -113,7 +113,7 @@ async def _compute(request: web.Request, panel: Panel) -> Any:
         raise store_unavailable(request, exc) from None
     except PanelFailed as exc:
         raise problem(503, "report_failed", str(exc)) from None
-    except ComputeUnavailable as exc:
+    except PoolUnavailable as exc:
         raise problem(503, "compute_unavailable", str(exc), {"Retry-After": "5"}) from None
 
 

@@ -1,0 +1,63 @@
+"""A process pool that is started again when one of its processes dies.
+
+A ``ProcessPoolExecutor`` whose process died (an OOM kill, a crash in native code) is
+broken for good: every later call raises ``BrokenProcessPool``. The board's compute
+process and the import's validation processes are such pools inside ingest, and one
+death had failed every later report, or every import, until ingest was restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class PoolUnavailable(Exception):
+    """The pool's process died again while a call waited for it."""
+
+
+class RestartingPool:
+    """Runs calls in a pool made by ``start`` (given whether it is the first), started on
+    the first call and again by the first call that finds it broken, which then runs once
+    more on the new one."""
+
+    def __init__(self, name: str, start: Callable[[bool], ProcessPoolExecutor]) -> None:
+        self.name = name
+        self.restarts = 0
+        self._start = start
+        self._pool: ProcessPoolExecutor | None = None
+
+    def started(self) -> ProcessPoolExecutor:
+        """The pool, started now if it was not yet."""
+        if self._pool is None:
+            self._pool = self._start(True)
+        return self._pool
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        pool = self.started()
+        try:
+            return await loop.run_in_executor(pool, fn, *args)
+        except BrokenProcessPool:
+            if pool is self._pool:  # the first to find it broken starts another
+                self.restarts += 1
+                log.warning(
+                    "a process of the %s died; starting it again (%d so far)", self.name, self.restarts
+                )
+                pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._start(False)
+        try:
+            return await loop.run_in_executor(self.started(), fn, *args)
+        except BrokenProcessPool:
+            raise PoolUnavailable(f"the {self.name} died again; try again shortly") from None
+
+    def shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
