@@ -13,6 +13,9 @@ from core.store.base import QueryLimits, QueryResult, Store, StoreError, StoreUn
 TOKEN_HEADER = "X-Auditstream-Store-Token"
 
 
+_BROKEN = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+"""A connection that broke, or could not be made: the store process died or restarted."""
+
 BACKGROUND = {"lane": "background"}
 """The query parameter of a background statement (``Store.execute``): the store server runs
 it on its own lane."""
@@ -26,27 +29,55 @@ class HttpStore(Store):
         self._headers = {TOKEN_HEADER: token} if token else {}
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._session: aiohttp.ClientSession | None = None
+        self._retired: list[aiohttp.ClientSession] = []
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
         return self._session
 
-    async def _post(self, path: str, data: bytes, params: dict[str, str] | None = None) -> bytes:
+    def _renew(self, failed: aiohttp.ClientSession) -> None:
+        """After a connection broke: later calls use a new session, because the pooled
+        connections of the old one lead to a store process that is gone (it was restarted).
+        The old one is left to finish what it has in flight and closed with this store."""
+        if self._session is failed:
+            self._retired.append(failed)
+            self._session = None
+
+    async def _post(
+        self, path: str, data: bytes, params: dict[str, str] | None = None, *, read: bool = False
+    ) -> bytes:
+        """POST to the store; a read whose connection broke is sent once more on a new one
+        (after the store process restarted, every pooled connection is dead). A write is
+        not: it may have been done, and its caller retries it as a whole."""
+        session = self._client()
         try:
-            async with self._client().post(self._url + path, data=data, params=params) as resp:
-                body = await resp.read()
-                if resp.status == 200:
-                    return body
-                try:
-                    message = orjson.loads(body).get("error", "") if body else resp.reason
-                except (orjson.JSONDecodeError, AttributeError):
-                    message = f"{resp.reason} (no JSON error body)"
-                if resp.status == 400:
-                    raise StoreError(message)
-                raise StoreUnavailable(f"store answered {resp.status}: {message}")
+            return await self._send(session, path, data, params)
+        except _BROKEN as exc:
+            self._renew(session)
+            if not read:
+                raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
+        try:
+            return await self._send(self._client(), path, data, params)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
+
+    async def _send(
+        self, session: aiohttp.ClientSession, path: str, data: bytes, params: dict[str, str] | None
+    ) -> bytes:
+        async with session.post(self._url + path, data=data, params=params) as resp:
+            body = await resp.read()
+            if resp.status == 200:
+                return body
+            try:
+                message = orjson.loads(body).get("error", "") if body else resp.reason
+            except (orjson.JSONDecodeError, AttributeError):
+                message = f"{resp.reason} (no JSON error body)"
+            if resp.status == 400:
+                raise StoreError(message)
+            raise StoreUnavailable(f"store answered {resp.status}: {message}")
 
     async def execute(self, sql: str, *, background: bool = False) -> None:
         await self._post("/execute", sql.encode(), BACKGROUND if background else None)
@@ -57,13 +88,13 @@ class HttpStore(Store):
         params = {"read_only": "1"} if read_only else {}
         if limits is not None:
             params.update(limits.to_params())
-        doc = loads_json(await self._post("/query", sql.encode(), params))
+        doc = loads_json(await self._post("/query", sql.encode(), params, read=read_only))
         return QueryResult(doc["columns"], doc["types"], doc["rows"])
 
     async def query_arrow(self, sql: str) -> Any:
         import pyarrow.ipc
 
-        return pyarrow.ipc.open_stream(await self._post("/query_arrow", sql.encode())).read_all()
+        return pyarrow.ipc.open_stream(await self._post("/query_arrow", sql.encode(), read=True)).read_all()
 
     async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         if lines:
@@ -91,5 +122,7 @@ class HttpStore(Store):
             return {"error": f"store unreachable: {exc!r}"}
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in [*self._retired, self._session]:
+            if session is not None:
+                await session.close()
+        self._retired.clear()

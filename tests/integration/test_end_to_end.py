@@ -13,7 +13,7 @@ import pytest
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from collectors.simulate.poster import post_batches
-from tests.helpers import Service, http, wait_for
+from tests.helpers import Service, http, report_json, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -362,12 +362,12 @@ def test_a_process_sigkilled_mid_stream_loses_and_duplicates_nothing(
     total = 12_000
     old_pid = service.pid(process)
 
-    def stored(table: str) -> int | None:
-        """Rows of the study in ``table``, or None while the service is restarting a process."""
+    def stored(table: str, experiment: str = exp) -> int | None:
+        """Rows of ``experiment`` in ``table``, or None while the service restarts a process."""
         resp = http(
             "POST",
             service.url + "/v1/sql",
-            orjson.dumps({"sql": f"SELECT count() AS n FROM {table} WHERE experiment_id = '{exp}'"}),
+            orjson.dumps({"sql": f"SELECT count() AS n FROM {table} WHERE experiment_id = '{experiment}'"}),
             {"Authorization": f"Bearer {service.api_key}", "Content-Type": "application/json"},
         )
         return int(resp.body["rows"][0][0]) if resp.status == 200 else None
@@ -380,6 +380,11 @@ def test_a_process_sigkilled_mid_stream_loses_and_duplicates_nothing(
         os.kill(old_pid, signal.SIGKILL)
         killed_while_posting.append(not posted.is_set())
 
+    # the worker consumes (a fresh service's joins its group a few seconds after intake is
+    # ready, and a restarted one once its predecessor's session has expired), so that the
+    # kill comes while the stream flows
+    post(service, f"{exp}-first", 100, seed=1)
+    wait_for(lambda: stored("extension_events", f"{exp}-first") == 100, 60, "the worker consuming")
     killer = threading.Thread(target=kill_when_mid_stream)
     killer.start()
     ids = post(service, exp, total, seed=23, rate=2000)  # 6 s of posting
@@ -404,3 +409,11 @@ def test_a_process_sigkilled_mid_stream_loses_and_duplicates_nothing(
     assert_aggregate_exact(service, exp)
     assert_install_stats_exact(service, exp)
     assert_random_ranges_exact(service, exp)
+    # the read side is back too: the report (computed in the board's process, through the
+    # store) counts the kept units of a recount from the events
+    kept = service.scalar(
+        "SELECT countIf(type = 'click' AND identified "
+        "AND dateDiff('day', install_day, toDate(received_at)) >= 4) "
+        f"FROM extension_events WHERE experiment_id = '{exp}' AND engine = 'google'"
+    )
+    assert sum(arm["units"] for arm in report_json(service, exp)["arms"]) == kept > 0

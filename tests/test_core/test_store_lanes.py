@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from core.store.base import StoreUnavailable
 from core.store.chdb_store import ChdbStore
 from core.store.http_store import HttpStore
 from core.store.server import create_store_app
@@ -72,3 +75,40 @@ async def test_an_id_lookup_and_its_insert_let_no_other_write_between_them(tmp_p
         await remote.close()
         await server.close()
         await store.close()
+
+
+async def test_a_read_whose_connection_broke_is_sent_again_and_a_write_is_not() -> None:
+    """A store process that was started again (after a crash, say) leaves the connections a
+    client had pooled to the old one dead; a process whose loop sat idle (the board's
+    compute process between panels) finds out only when it sends on one. Here each route's
+    first request loses its connection: a read is sent again on a new connection and
+    answers; a write is not sent twice (it may have been done): it says the store is
+    unavailable, and the next one goes through."""
+    calls: dict[str, int] = {}
+
+    async def flaky(request: web.Request) -> web.Response:
+        calls[request.path] = calls.get(request.path, 0) + 1
+        await request.read()
+        if calls[request.path] == 1:
+            assert request.transport is not None
+            request.transport.abort()  # as a dead process's socket: no answer
+        doc = {"columns": ["x"], "types": ["UInt8"], "rows": [[1]]}
+        return web.json_response(doc if request.path == "/query" else {})
+
+    app = web.Application()
+    app.router.add_post("/query", flaky)
+    app.router.add_post("/insert", flaky)
+    server = TestServer(app)
+    await server.start_server()
+    remote = HttpStore(str(server.make_url("")).rstrip("/"))
+    try:
+        assert (await remote.query("SELECT 1", read_only=True)).rows == [[1]]
+        assert calls["/query"] == 2
+        with pytest.raises(StoreUnavailable):
+            await remote.insert_json_rows("t", b'{"x": 1}')
+        assert calls["/insert"] == 1
+        await remote.insert_json_rows("t", b'{"x": 2}')
+        assert calls["/insert"] == 2
+    finally:
+        await remote.close()
+        await server.close()
