@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -536,3 +537,31 @@ def test_the_board_and_reports_come_back_when_the_compute_process_dies(study: Se
         return resp.body["board"] if resp.body["board"] == "ready" else None
 
     assert wait_for(board, 60, "the board's compute process ready again") == "ready"
+
+
+async def test_arms_named_like_object_properties_are_drawn_in_colours(
+    study: Service, browser: Browser
+) -> None:
+    """An arm may be called ``constructor`` or ``toString`` (any identifier is): the board
+    draws it in a colour of its palette, not Object's function of that name."""
+    service, experiment = study, "board-odd-arms"
+    arms = (("control", 2.0), ("constructor", 1.0), ("toString", 1.0), ("valueOf", 1.0))
+    config = TrafficConfig(experiment_id=experiment, arms=arms, seed=41, installs=80, p_new_install=0.0)
+    await asyncio.to_thread(post_study, service, config, 2_000)
+    await browser.navigate(f"{service.url}/board#key={service.api_key}&experiment={experiment}&engine=google")
+
+    async def legend() -> dict[str, str] | None:
+        ready = (await browser.js(PANEL_STATES)).get("panel-ctr", [None, 0])
+        if ready[0] != "ready" or not ready[1]:
+            return None
+        pairs = await browser.js(
+            "[...document.querySelectorAll('#panel-ctr .legend span')]"
+            ".map(s => [s.textContent, s.querySelector('rect').getAttribute('fill')])"
+        )
+        return dict(pairs) if len(pairs) == len(arms) else None
+
+    colours = await until(legend, 60, "the CTR panel's legend")
+    assert set(colours) == {arm for arm, _ in arms}
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in colours.values()), colours
+    assert len(set(colours.values())) == len(arms)
+    assert browser.console_errors() == []
