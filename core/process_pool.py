@@ -26,16 +26,25 @@ class PoolUnavailable(Exception):
 class RestartingPool:
     """Runs calls in a pool made by ``start`` (given whether it is the first), started on
     the first call and again by the first call that finds it broken, which then runs once
-    more on the new one."""
+    more on the new one. Restarts are at least ``restart_every_s`` apart: a process that
+    dies at every start (or a call that kills it every time) makes calls unavailable for
+    that long, not a new process for each."""
 
-    def __init__(self, name: str, start: Callable[[bool], ProcessPoolExecutor]) -> None:
+    def __init__(
+        self, name: str, start: Callable[[bool], ProcessPoolExecutor], restart_every_s: float = 10.0
+    ) -> None:
         self.name = name
         self.restarts = 0
+        self.restart_every_s = restart_every_s
         self._start = start
         self._pool: ProcessPoolExecutor | None = None
+        self._restarted_at = -float("inf")
+        self._closed = False
 
     def started(self) -> ProcessPoolExecutor:
         """The pool, started now if it was not yet."""
+        if self._closed:
+            raise PoolUnavailable(f"the {self.name} is shut down")
         if self._pool is None:
             self._pool = self._start(True)
         return self._pool
@@ -47,17 +56,22 @@ class RestartingPool:
             return await loop.run_in_executor(pool, fn, *args)
         except BrokenProcessPool:
             if pool is self._pool:  # the first to find it broken starts another
-                self.restarts += 1
-                log.warning(
-                    "a process of the %s died; starting it again (%d so far)", self.name, self.restarts
-                )
-                pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = self._start(False)
+                self._restart(pool, loop.time())
         try:
             return await loop.run_in_executor(self.started(), fn, *args)
         except BrokenProcessPool:
             raise PoolUnavailable(f"the {self.name} died again; try again shortly") from None
 
+    def _restart(self, broken: ProcessPoolExecutor, now: float) -> None:
+        if now - self._restarted_at < self.restart_every_s:
+            raise PoolUnavailable(f"the {self.name} died again; try again shortly")
+        self._restarted_at = now
+        self.restarts += 1
+        log.warning("a process of the %s died; starting it again (%d so far)", self.name, self.restarts)
+        broken.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._start(False)
+
     def shutdown(self) -> None:
+        self._closed = True
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)

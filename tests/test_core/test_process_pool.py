@@ -50,7 +50,7 @@ async def test_a_call_whose_process_died_runs_again_in_a_new_one(tmp_path: Path)
 
 async def test_a_second_death_is_unavailable_and_the_pool_still_recovers(tmp_path: Path) -> None:
     starts.clear()
-    pool = RestartingPool("test pool", start)
+    pool = RestartingPool("test pool", start, restart_every_s=0)
     try:
         with pytest.raises(PoolUnavailable, match="test pool died again"):
             await pool.run(die)
@@ -59,3 +59,21 @@ async def test_a_second_death_is_unavailable_and_the_pool_still_recovers(tmp_pat
         assert pool.restarts == 2 and starts == [True, False, False]
     finally:
         pool.shutdown()
+
+
+async def test_restarts_are_spaced_and_a_shut_pool_starts_nothing(tmp_path: Path) -> None:
+    """A process that dies at every call does not make a new process per call: within
+    ``restart_every_s`` of a restart, calls are unavailable at once."""
+    starts.clear()
+    pool = RestartingPool("test pool", start, restart_every_s=600)
+    try:
+        with pytest.raises(PoolUnavailable):
+            await pool.run(die)  # dies, is started again once, dies again
+        with pytest.raises(PoolUnavailable):
+            await pool.run(die_once, str(tmp_path / "never"))  # broken, and too soon to restart
+        assert (pool.restarts, starts) == (1, [True, False])
+    finally:
+        pool.shutdown()
+    with pytest.raises(PoolUnavailable, match="shut down"):
+        await pool.run(die_once, str(tmp_path / "never"))
+    assert starts == [True, False] and not (tmp_path / "never").exists()
