@@ -13,8 +13,9 @@ from core.store.base import QueryLimits, QueryResult, Store, StoreError, StoreUn
 TOKEN_HEADER = "X-Auditstream-Store-Token"
 
 
-_BROKEN = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
-"""A connection that broke, or could not be made: the store process died or restarted."""
+_BROKEN = (aiohttp.ServerDisconnectedError, aiohttp.ClientConnectionResetError, aiohttp.ClientOSError)
+"""A connection that broke: the store process died or restarted (one that could not be
+made, ``ClientConnectorError``, is not: no new connection would fare better)."""
 
 BACKGROUND = {"lane": "background"}
 """The query parameter of a background statement (``Store.execute``): the store server runs
@@ -36,13 +37,17 @@ class HttpStore(Store):
             self._session = aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
         return self._session
 
-    def _renew(self, failed: aiohttp.ClientSession) -> None:
+    async def _renew(self, failed: aiohttp.ClientSession) -> None:
         """After a connection broke: later calls use a new session, because the pooled
         connections of the old one lead to a store process that is gone (it was restarted).
-        The old one is left to finish what it has in flight and closed with this store."""
-        if self._session is failed:
-            self._retired.append(failed)
-            self._session = None
+        The old one is left to finish what it has in flight; the one retired before it
+        (an earlier outage's) is closed now, so an outage keeps at most one."""
+        if self._session is not failed:
+            return  # another call renewed it already
+        self._session = None
+        earlier, self._retired = self._retired, [failed]
+        for session in earlier:
+            await session.close()
 
     async def _post(
         self, path: str, data: bytes, params: dict[str, str] | None = None, *, read: bool = False
@@ -54,7 +59,9 @@ class HttpStore(Store):
         try:
             return await self._send(session, path, data, params)
         except _BROKEN as exc:
-            self._renew(session)
+            if isinstance(exc, aiohttp.ClientConnectorError):
+                raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
+            await self._renew(session)
             if not read:
                 raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
         except (aiohttp.ClientError, TimeoutError) as exc:
@@ -122,7 +129,7 @@ class HttpStore(Store):
             return {"error": f"store unreachable: {exc!r}"}
 
     async def close(self) -> None:
-        for session in [*self._retired, self._session]:
+        sessions, self._retired = [*self._retired, self._session], []
+        for session in sessions:
             if session is not None:
                 await session.close()
-        self._retired.clear()

@@ -109,6 +109,13 @@ async def test_a_read_whose_connection_broke_is_sent_again_and_a_write_is_not() 
         assert calls["/insert"] == 1
         await remote.insert_json_rows("t", b'{"x": 2}')
         assert calls["/insert"] == 2
+        # a store that is down (nothing listens) is not a broken connection: calls fail at
+        # once, and no session is set aside for each of them
+        await server.close()
+        for _ in range(5):
+            with pytest.raises(StoreUnavailable):
+                await remote.query("SELECT 1", read_only=True)
+        assert len(remote._retired) <= 1
     finally:
         await remote.close()
         await server.close()
