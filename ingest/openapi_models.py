@@ -135,6 +135,10 @@ class Drops(BaseModel):
     all_units: int
     burn_in_dropped: int
     unidentified_dropped: int
+    kept_clicks: int = Field(
+        description="Click units kept (identified, past the burn-in), whatever the unit mode: "
+        "what the SRM check counts."
+    )
 
 
 class BoxSubset(_Closed):
@@ -276,6 +280,7 @@ class BoardDrops(_Closed):
     burn_in_dropped: int
     unidentified_dropped: int
     kept: int
+    kept_clicks: int = Field(description="Click units kept, whatever the unit mode (the SRM panel's).")
 
 
 class SrmArm(_Closed):

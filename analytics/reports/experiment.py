@@ -237,14 +237,16 @@ class ReportQuery:
 
     def drops_sql(self) -> str:
         """Units per arm (of the report's unit mode: clicks or shown pages) before
-        preprocessing, dropped by burn-in, and dropped as unidentified."""
+        preprocessing, dropped by burn-in, and dropped as unidentified; and the clicks kept,
+        which the SRM check counts whatever the unit mode (``streams/detectors/srm.py``)."""
         unit = self.unit_column
         burn = int(self.burn_in_days)
         unidentified = "identified = 0" if self.identified_only else "0"
         return (
             f"SELECT arm, sum({unit}) AS all_units, "
             f"sumIf({unit}, install_age_days < {burn}) AS burn_in_dropped, "
-            f"sumIf({unit}, install_age_days >= {burn} AND {unidentified}) AS unidentified_dropped "
+            f"sumIf({unit}, install_age_days >= {burn} AND {unidentified}) AS unidentified_dropped, "
+            f"sumIf(units, install_age_days >= {burn} AND NOT ({unidentified})) AS kept_clicks "
             f"FROM {self._source} WHERE {self._where(preprocessing=False)} "
             "GROUP BY arm ORDER BY arm"
         )

@@ -116,19 +116,21 @@ def shares_json(shares: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def drops_panel(rows: Iterable[Row]) -> list[dict[str, Any]]:
-    """Units per arm before preprocessing, dropped by each rule, and kept."""
+    """Units per arm before preprocessing, dropped by each rule, and kept (and the clicks
+    kept, which the SRM check counts, where the rows have them)."""
     out = []
     for r in rows:
         total, burn, unident = int(r["all_units"]), int(r["burn_in_dropped"]), int(r["unidentified_dropped"])
-        out.append(
-            {
-                "arm": r["arm"],
-                "all_units": total,
-                "burn_in_dropped": burn,
-                "unidentified_dropped": unident,
-                "kept": total - burn - unident,
-            }
-        )
+        row = {
+            "arm": r["arm"],
+            "all_units": total,
+            "burn_in_dropped": burn,
+            "unidentified_dropped": unident,
+            "kept": total - burn - unident,
+        }
+        if "kept_clicks" in r:
+            row["kept_clicks"] = int(r["kept_clicks"])
+        out.append(row)
     return out
 
 
@@ -140,10 +142,11 @@ def srm_panel(
     """Units per arm after preprocessing against the registered allocation, the live
     chi-square test (as the worker's SRM check runs it) and any SRM alert raised.
 
-    ``drops`` is the output of ``drops_panel``: its ``kept`` units are exactly what the
-    SRM check counts (identified, past the burn-in).
+    ``drops`` is the output of ``drops_panel``: its ``kept_clicks`` (``kept`` where there
+    are none, as in click mode) are exactly what the SRM check counts: click units,
+    identified, past the burn-in, whatever the report's unit mode.
     """
-    units = {d["arm"]: int(d["kept"]) for d in drops}
+    units = {d["arm"]: int(d.get("kept_clicks", d["kept"])) for d in drops}
     alert_list = [
         {**{k: v for k, v in a.items() if k != "details"}, "details": _details(a.get("details"))}
         for a in alerts

@@ -343,6 +343,13 @@ def test_a_report_uses_the_burn_in_and_units_the_experiment_was_registered_with(
         "GROUP BY arm"
     )
     assert burn == {row["arm"]: row["burn"] for row in recount} and sum(burn.values()) > 0
+    # the SRM check's units stay click units, identified and past the burn-in
+    clicks = service.scalar(
+        "SELECT countIf(type = 'click' AND identified "
+        "AND dateDiff('day', install_day, toDate(received_at)) >= 10) "
+        f"FROM extension_events WHERE experiment_id = '{experiment}' AND engine = 'google'"
+    )
+    assert sum(d["kept_clicks"] for d in registered["preprocessing"]) == clicks > 0
 
     # the timeline reads the registered preprocessing too, and says so
     from typer.testing import CliRunner

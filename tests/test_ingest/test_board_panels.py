@@ -459,3 +459,30 @@ async def test_a_panel_failing_the_same_way_is_logged_once(caplog: pytest.LogCap
         await until(lambda: len(tries) > seen)
         assert await refresher.get(Panel("alerts")) == "fine"
     await refresher.close()
+
+
+def test_srm_panel_counts_kept_clicks_whatever_the_unit_mode() -> None:
+    """In impression mode the drops count shown pages, but the SRM check counts click units:
+    the panel tests those, as the worker's check does."""
+    rows = [
+        {
+            "arm": "control",
+            "all_units": 9000,
+            "burn_in_dropped": 100,
+            "unidentified_dropped": 0,
+            "kept_clicks": 500,
+        },
+        {
+            "arm": "swap_1_2",
+            "all_units": 3000,
+            "burn_in_dropped": 50,
+            "unidentified_dropped": 0,
+            "kept_clicks": 510,
+        },
+    ]
+    drops = panels.drops_panel(rows)
+    assert [d["kept"] for d in drops] == [8900, 2950]
+    panel = panels.srm_panel(drops, {"control": 1, "swap_1_2": 1}, [])
+    want = srm_test({"control": 500, "swap_1_2": 510}, {"control": 1, "swap_1_2": 1})
+    assert panel["units"] == 1010 and panel["status"] == "ok"
+    assert panel["p_value"] == pytest.approx(want.p_value)
