@@ -109,7 +109,12 @@ class Service:
         return next(iter(rows[0].values())) if rows else None
 
     def pid(self, name: str) -> int:
-        return int((self.data_dir / "run" / f"{name}.pid").read_text())
+        """The process's pid from its pid file (FileNotFoundError, an OSError that
+        ``wait_for`` waits through, while the supervisor restarts it and writes the file)."""
+        text = (self.data_dir / "run" / f"{name}.pid").read_text().strip()
+        if not text:
+            raise FileNotFoundError(f"{name}.pid is being written")
+        return int(text)
 
     def metric(self, name: str, labels: str = "") -> float:
         text = http("GET", self.url + "/metrics").body
