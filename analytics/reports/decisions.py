@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from analytics.reports.experiment import ReportQuery, arrays_from_arrow
+from analytics.reports.experiment import ReportQuery, arrays_from_arrow, default_preprocessing
 from analytics.stats.arrangement_subsets import SUBSETS
 from analytics.stats.arrangement_table import (
     CONTROL,
@@ -409,15 +409,13 @@ async def decision_days(
 
 async def restore_looks(store: Store, experiment_id: str, engine: str) -> None:
     """After past days were written (an import): forget the study's stored looks and store
-    those of the selections the board and ``report experiment`` show by default (the
-    registered burn-in and unit mode, and the report's defaults), so neither pays the pass."""
+    those of the selection the board and ``report experiment`` show by default
+    (``default_preprocessing``), so neither pays the pass."""
     await forget_looks(store, experiment_id, engine)
     registered = await store.query(
         f"SELECT burn_in_days, unit_mode FROM experiments WHERE experiment_id = {quote(experiment_id)}",
         read_only=True,
     )
-    queries = {ReportQuery(experiment_id, engine)}
-    for burn_in, unit_mode in registered.rows:
-        queries.add(ReportQuery(experiment_id, engine, int(burn_in), unit_mode=str(unit_mode or "click")))
-    for query in sorted(queries, key=repr):
-        await stored_through(store, query)
+    rows = registered.dicts()
+    burn_in_days, unit_mode = default_preprocessing(rows[0] if rows else None)
+    await stored_through(store, ReportQuery(experiment_id, engine, burn_in_days, unit_mode=unit_mode))

@@ -316,6 +316,15 @@ def _text(moment: date | datetime) -> str:
     return moment.strftime("%Y-%m-%d 00:00:00")
 
 
+def default_preprocessing(registered: dict[str, Any] | None) -> tuple[int, str]:
+    """The burn-in and unit mode a report of an experiment uses unless asked otherwise: as
+    registered (its row of the ``experiments`` table), else the paper's (4 days, clicks).
+    The board, ``report experiment`` and the stored decision looks all take these."""
+    if registered is None:
+        return ReportQuery.burn_in_days, ReportQuery.unit_mode
+    return int(registered["burn_in_days"]), str(registered["unit_mode"] or ReportQuery.unit_mode)
+
+
 def parse_moment(text: str) -> date | datetime:
     """``YYYY-MM-DD`` (a whole day) or ``YYYY-MM-DDTHH:MM[:SS]`` (UTC, 10-second resolution;
     a time with an offset, ``+05:00``, is that moment in UTC), within the years the slices'

@@ -22,6 +22,7 @@ from analytics.reports.experiment import (
     BOX_RANKS,
     INTERVAL_GUARANTEES,
     ReportQuery,
+    default_preprocessing,
     parse_moment,
     parse_window,
     report_json,
@@ -88,24 +89,16 @@ async def _index(store: Store, panel: Panel) -> dict[str, Any]:
     }
 
 
-def _registered(
-    config: dict[str, Any] | None, burn_in_days: int | None, unit_mode: str | None
-) -> tuple[int, str]:
-    """The burn-in and units of a report: as asked, else as the experiment was registered,
-    else the paper's (4 days, clicks), so the board and ``report experiment`` agree."""
-    if burn_in_days is None:
-        burn_in_days = int(config["burn_in_days"]) if config else ReportQuery.burn_in_days
-    if unit_mode is None:
-        unit_mode = str(config["unit_mode"] or "click") if config else "click"
-    return burn_in_days, unit_mode
-
-
 async def _preprocessing(store: Store, p: dict[str, Any]) -> tuple[int, str]:
-    """``_registered`` for a report's parameters, reading the registry only when one is unset."""
-    if p["burn_in_days"] is not None and p["unit_mode"] is not None:
-        return p["burn_in_days"], p["unit_mode"]
-    registry = await _rows(store, queries.registry_sql(p["experiment_id"]))
-    return _registered(registry[0] if registry else None, p["burn_in_days"], p["unit_mode"])
+    """The burn-in and units of a report: as asked, else ``default_preprocessing`` (the
+    registry is read only when one is unset), so the board and ``report experiment`` agree."""
+    burn_in_days, unit_mode = p["burn_in_days"], p["unit_mode"]
+    if burn_in_days is None or unit_mode is None:
+        registry = await _rows(store, queries.registry_sql(p["experiment_id"]))
+        burn, unit = default_preprocessing(registry[0] if registry else None)
+        burn_in_days = burn if burn_in_days is None else burn_in_days
+        unit_mode = unit if unit_mode is None else unit_mode
+    return burn_in_days, unit_mode
 
 
 async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
@@ -113,7 +106,7 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
     intervals = panel.get("intervals")
     registry = await _rows(store, queries.registry_sql(experiment_id))
     config = registry[0] if registry else None
-    burn_in_days, unit_mode = _registered(config, None, None)
+    burn_in_days, unit_mode = default_preprocessing(config)
     query = ReportQuery(experiment_id, engine, burn_in_days=burn_in_days, unit_mode=unit_mode)
     statements = queries.experiment_sql(query)
     targets = TARGETS["board"]
