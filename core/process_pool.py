@@ -55,21 +55,27 @@ class RestartingPool:
         try:
             return await loop.run_in_executor(pool, fn, *args)
         except BrokenProcessPool:
-            if pool is self._pool:  # the first to find it broken starts another
-                self._restart(pool, loop.time())
+            # the first to find it broken starts another (unless the last start was too recent)
+            if pool is self._pool and not self._restart(pool, loop.time()):
+                raise self._unavailable() from None
         try:
             return await loop.run_in_executor(self.started(), fn, *args)
         except BrokenProcessPool:
-            raise PoolUnavailable(f"the {self.name} died again; try again shortly") from None
+            raise self._unavailable() from None
 
-    def _restart(self, broken: ProcessPoolExecutor, now: float) -> None:
+    def _unavailable(self) -> PoolUnavailable:
+        return PoolUnavailable(f"the {self.name} died again; try again shortly")
+
+    def _restart(self, broken: ProcessPoolExecutor, now: float) -> bool:
+        """Replace ``broken`` with a new pool, unless the last start was too recent."""
         if now - self._restarted_at < self.restart_every_s:
-            raise PoolUnavailable(f"the {self.name} died again; try again shortly")
+            return False
         self._restarted_at = now
         self.restarts += 1
         log.warning("a process of the %s died; starting it again (%d so far)", self.name, self.restarts)
         broken.shutdown(wait=False, cancel_futures=True)
         self._pool = self._start(False)
+        return True
 
     def shutdown(self) -> None:
         self._closed = True

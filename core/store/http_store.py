@@ -58,18 +58,21 @@ class HttpStore(Store):
         session = self._client()
         try:
             return await self._send(session, path, data, params)
+        except aiohttp.ClientConnectorError as exc:  # nothing listens: a new connection fares no better
+            raise self._unreachable(exc) from exc
         except _BROKEN as exc:
-            if isinstance(exc, aiohttp.ClientConnectorError):
-                raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
             await self._renew(session)
             if not read:
-                raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
+                raise self._unreachable(exc) from exc
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
+            raise self._unreachable(exc) from exc
         try:
             return await self._send(self._client(), path, data, params)
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise StoreUnavailable(f"store at {self._url} unreachable: {exc!r}") from exc
+            raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: BaseException) -> StoreUnavailable:
+        return StoreUnavailable(f"store at {self._url} unreachable: {exc!r}")
 
     async def _send(
         self, session: aiohttp.ClientSession, path: str, data: bytes, params: dict[str, str] | None
