@@ -4,6 +4,7 @@ holds up the next batch's writes, and the reverse (core/store/chdb_store.py)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,65 +17,71 @@ from core.store.http_store import HttpStore
 from core.store.server import create_store_app
 
 
-async def test_background_statements_pass_a_held_write_lane_in_chdb_and_over_http(tmp_path: Path) -> None:
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[ChdbStore, HttpStore]]:
+    """A chDB store, and a client of it through the store server."""
     store = ChdbStore(tmp_path / "ch", read_lanes=1)
     server = TestServer(create_store_app(store, token="t"))
     await server.start_server()
     remote = HttpStore(str(server.make_url("")).rstrip("/"), token="t")
     try:
-        await store.execute("CREATE TABLE t (x UInt8) ENGINE = MergeTree ORDER BY x")
-        async with store._write.lock:  # a batch's statement holds the write lane
-            for client in (store, remote):
-                await asyncio.wait_for(client.execute("INSERT INTO t VALUES (1)", background=True), 60)
-                await asyncio.wait_for(client.insert_json_rows("t", b'{"x": 2}', background=True), 60)
-            waiting = asyncio.ensure_future(remote.execute("INSERT INTO t VALUES (4)"))
-            async with asyncio.timeout(60):  # the batch path itself queues behind the holder
-                while not store._write.lock._waiters:
-                    await asyncio.sleep(0.01)
-            assert not waiting.done()
-        async with store._background.lock:  # and a roll-up holding its lane lets batches pass
-            await asyncio.wait_for(waiting, 60)
-            await asyncio.wait_for(remote.insert_json_rows("t", b'{"x": 8}'), 60)
-        assert (await store.query("SELECT sum(x), count() FROM t")).rows == [[1 + 2 + 1 + 2 + 4 + 8, 6]]
+        yield store, remote
     finally:
         await remote.close()
         await server.close()
         await store.close()
 
 
-async def test_an_id_lookup_and_its_insert_let_no_other_write_between_them(tmp_path: Path) -> None:
+async def queued_behind(lock: asyncio.Lock) -> None:
+    """Until a call waits for ``lock`` (at most 60 s)."""
+    async with asyncio.timeout(60):
+        while not lock._waiters:
+            await asyncio.sleep(0.01)
+
+
+async def test_background_statements_pass_a_held_write_lane_in_chdb_and_over_http(
+    served: tuple[ChdbStore, HttpStore],
+) -> None:
+    store, remote = served
+    await store.execute("CREATE TABLE t (x UInt8) ENGINE = MergeTree ORDER BY x")
+    async with store._write.lock:  # a batch's statement holds the write lane
+        for client in (store, remote):
+            await asyncio.wait_for(client.execute("INSERT INTO t VALUES (1)", background=True), 60)
+            await asyncio.wait_for(client.insert_json_rows("t", b'{"x": 2}', background=True), 60)
+        waiting = asyncio.ensure_future(remote.execute("INSERT INTO t VALUES (4)"))
+        await queued_behind(store._write.lock)  # the batch path itself queues behind the holder
+        assert not waiting.done()
+    async with store._background.lock:  # and a roll-up holding its lane lets batches pass
+        await asyncio.wait_for(waiting, 60)
+        await asyncio.wait_for(remote.insert_json_rows("t", b'{"x": 8}'), 60)
+    assert (await store.query("SELECT sum(x), count() FROM t")).rows == [[1 + 2 + 1 + 2 + 4 + 8, 6]]
+
+
+async def test_an_id_lookup_and_its_insert_let_no_other_write_between_them(
+    served: tuple[ChdbStore, HttpStore],
+) -> None:
     """The once-per-event-id write (``insert_new_json_rows``, the worker's) looks its ids up
     only once the write lane is its own, so an import's insert of the same ids that holds
     the lane is seen, not written over: exactly once however the two are timed. Lookups
     made before waiting for the lane (on a read lane) missed such an insert and wrote the
     ids again."""
-    store = ChdbStore(tmp_path / "ch", read_lanes=1)
-    server = TestServer(create_store_app(store, token="t"))
-    await server.start_server()
-    remote = HttpStore(str(server.make_url("")).rstrip("/"), token="t")
-    try:
-        await store.execute("CREATE TABLE t (event_id String) ENGINE = MergeTree ORDER BY event_id")
-        for round_, client in enumerate((store, remote)):
-            ids = [f"r{round_}-{k}" for k in range(3)]
-            rows = [(i, f'{{"event_id": "{i}"}}'.encode()) for i in ids]
-            lookup = f"SELECT event_id FROM t WHERE event_id IN ({', '.join(repr(i) for i in ids)})"
-            async with store._write.lock:  # an import's guarded insert holds the write lane
-                writing = asyncio.ensure_future(client.insert_new_json_rows("t", rows, [lookup]))
-                async with asyncio.timeout(60):
-                    while not store._write.lock._waiters:
-                        await asyncio.sleep(0.01)
-                values = ", ".join(f"('{i}')" for i in ids[:2])
-                await asyncio.to_thread(store._write.run, f"INSERT INTO t VALUES {values}", "CSV")
-            found = await asyncio.wait_for(writing, 60)
-            assert found == set(ids[:2])
-            stored = await store.query(
-                f"SELECT event_id, count() FROM t WHERE event_id LIKE 'r{round_}-%' GROUP BY 1"
-            )
-            assert sorted(map(tuple, stored.rows)) == [(i, 1) for i in ids]
-    finally:
-        await remote.close()
-        await server.close()
-        await store.close()
+    store, remote = served
+    await store.execute("CREATE TABLE t (event_id String) ENGINE = MergeTree ORDER BY event_id")
+    for round_, client in enumerate((store, remote)):
+        ids = [f"r{round_}-{k}" for k in range(3)]
+        rows = [(i, f'{{"event_id": "{i}"}}'.encode()) for i in ids]
+        lookup = f"SELECT event_id FROM t WHERE event_id IN ({', '.join(repr(i) for i in ids)})"
+        async with store._write.lock:  # an import's guarded insert holds the write lane
+            writing = asyncio.ensure_future(client.insert_new_json_rows("t", rows, [lookup]))
+            await queued_behind(store._write.lock)
+            values = ", ".join(f"('{i}')" for i in ids[:2])
+            await asyncio.to_thread(store._write.run, f"INSERT INTO t VALUES {values}", "CSV")
+        found = await asyncio.wait_for(writing, 60)
+        assert found == set(ids[:2])
+        stored = await store.query(
+            f"SELECT event_id, count() FROM t WHERE event_id LIKE 'r{round_}-%' GROUP BY 1"
+        )
+        assert sorted(map(tuple, stored.rows)) == [(i, 1) for i in ids]
 
 
 async def test_a_read_whose_connection_broke_is_sent_again_and_a_write_is_not() -> None:
