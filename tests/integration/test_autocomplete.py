@@ -115,13 +115,14 @@ def test_edges_associations_and_survival(
         (row["source_reduced"], row["target_reduced"]): row["weight"]
         for row in service.sql(
             "SELECT source_reduced, target_reduced, weight FROM autocomplete_associations "
-            f"WHERE root = '{root}'"
+            f"WHERE root = '{root}' AND study_id = '{CONFIG.study}'"
         )
     }
     assert weights == dict(association_edges([(root, crawled[(root, r)]) for r in range(ROUNDS)]))
 
     survival = service.sql(
-        f"SELECT suggestion, days FROM autocomplete_survival WHERE root = '{root}' AND engine = 'google'"
+        "SELECT suggestion, days FROM autocomplete_survival "
+        f"WHERE root = '{root}' AND engine = 'google' AND study_id = '{CONFIG.study}'"
     )
     texts = set().union(*(network_texts(crawled[(root, r)]) for r in range(ROUNDS)))
     assert {s["suggestion"] for s in survival} == texts

@@ -162,7 +162,9 @@ def test_every_statistic_is_on_the_trimmed_network_by_default(
         )
     survival = {
         r["suggestion"]
-        for r in service.sql(f"SELECT suggestion FROM autocomplete_survival WHERE root = '{ROOT}'")
+        for r in service.sql(
+            f"SELECT suggestion FROM autocomplete_survival WHERE root = '{ROOT}' AND study_id = '{STUDY}'"
+        )
     }
     assert "recount" not in survival and "walker texas ranger" not in survival
     assert survival == set().union(*(network_texts(trim_crawl(ROOT, n)) for n in crawled.values()))
@@ -196,14 +198,18 @@ def test_social_media_per_engine_and_root_as_a_share_of_suggestions(
     assert {(r["root"], r["platform"]): int(r["mentions"]) for r in roots}[(ROOT, "any")] == 6
     # The analyst views agree, and with a recount from raw.
     share = service.sql(
-        f"SELECT suggestions, social, share FROM autocomplete_social_share WHERE root = '{ROOT}'"
+        "SELECT suggestions, social, share FROM autocomplete_social_share "
+        f"WHERE root = '{ROOT}' AND study_id = '{STUDY}'"
     )
     assert share == [{"suggestions": 15, "social": 6, "share": 0.4}]
     mentions = Counter[str]()
     for nodes in crawled.values():
         for text in network_texts(trim_crawl(ROOT, nodes)):
             mentions.update(platforms_mentioned(text))
-    views = service.sql(f"SELECT platform, mentions FROM autocomplete_social_mentions WHERE root = '{ROOT}'")
+    views = service.sql(
+        "SELECT platform, mentions FROM autocomplete_social_mentions "
+        f"WHERE root = '{ROOT}' AND study_id = '{STUDY}'"
+    )
     assert {r["platform"]: r["mentions"] for r in views} == dict(mentions)
 
 

@@ -8,6 +8,7 @@ subprocess (one session per process), as in tests/test_deploy/test_grafana.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -27,6 +28,7 @@ from analytics.stats.autocomplete import Node
 from streams.recompute.autocomplete_rows import (
     NETWORKS,
     CompletedCrawl,
+    association_rows,
     churn_rows,
     crawl_row,
     edge_rows,
@@ -77,13 +79,24 @@ def simulated() -> list[CompletedCrawl]:
 
 SIMULATED = simulated()
 BING = [FIRST, SECOND]
+# Two studies of the same root on one engine: "audit-a" crawls it once, "audit-b" twice, on
+# the first crawl's day and a day later.
+STUDIES = [
+    dataclasses.replace(FIRST, engine="ddg", crawl_id="a1", study_id="audit-a"),
+    dataclasses.replace(FIRST, engine="ddg", crawl_id="b1", study_id="audit-b"),
+    dataclasses.replace(
+        SECOND, engine="ddg", crawl_id="b2", study_id="audit-b", completed_at="2026-11-23 09:00:00.000"
+    ),
+]
 
 
 def all_rows() -> dict[str, list[dict[str, Any]]]:
-    tables: dict[str, list[dict[str, Any]]] = {k: [] for k in ("edges", "churn", "structure", "crawls")}
-    by_root: dict[tuple[str, str], list[CompletedCrawl]] = {}
-    for crawl in BING + SIMULATED:
-        by_root.setdefault((crawl.engine, crawl.root), []).append(crawl)
+    tables: dict[str, list[dict[str, Any]]] = {
+        k: [] for k in ("edges", "churn", "structure", "crawls", "associations")
+    }
+    by_root: dict[tuple[str, str, str], list[CompletedCrawl]] = {}
+    for crawl in BING + SIMULATED + STUDIES:
+        by_root.setdefault((crawl.engine, crawl.study_id, crawl.root), []).append(crawl)
     for crawls in by_root.values():
         previous = None
         for crawl in crawls:
@@ -92,6 +105,7 @@ def all_rows() -> dict[str, list[dict[str, Any]]]:
                 this, before = crawl.in_network(network), previous.in_network(network) if previous else None
                 tables["churn"] += churn_rows(this, before, NOW)
                 tables["structure"] += structure_rows(this, NOW)
+                tables["associations"] += association_rows(this, NOW)
                 tables["crawls"] += [crawl_row(this, before, NOW)]
             previous = crawl
     return tables
@@ -283,3 +297,48 @@ def test_social_mentions_and_share_by_hand() -> None:
     assert sum(int(r["mentions"]) for r in got["mentions"]) == sum(
         int(row["mentions"]) for p, row in by_platform.items() if p != "any"
     )
+
+
+def test_pooled_views_keep_two_studies_of_one_root_apart() -> None:
+    """Survival, associations and social share of one root audited by two studies: one row set
+    per study, each equal to a recount of that study's rows alone."""
+    got = q(
+        survival="SELECT study_id, suggestion, days FROM autocomplete_survival WHERE engine = 'ddg'",
+        survival_full="SELECT study_id, suggestion, days FROM autocomplete_survival_full "
+        "WHERE engine = 'ddg'",
+        assoc="SELECT study_id, source_reduced, target_reduced, weight, crawls "
+        "FROM autocomplete_associations WHERE engine = 'ddg'",
+        share="SELECT study_id, suggestions, social FROM autocomplete_social_share WHERE engine = 'ddg'",
+    )
+    study_of = {c.crawl_id: c.study_id for c in STUDIES}
+    edges = [r for r in ROWS["edges"] if r["engine"] == "ddg"]
+
+    def days(kept_only: bool) -> dict[tuple[str, str], int]:
+        seen: dict[tuple[str, str], set[str]] = {}
+        for r in edges:
+            if r["kept"] or not kept_only:
+                seen.setdefault((study_of[r["crawl_id"]], r["target"]), set()).add(r["completed_at"][:10])
+        return {key: len(dates) for key, dates in seen.items()}
+
+    for view, kept_only in (("survival", True), ("survival_full", False)):
+        assert {(r["study_id"], r["suggestion"]): int(r["days"]) for r in got[view]} == days(kept_only)
+    assert {r["study_id"] for r in got["survival"]} == {"audit-a", "audit-b"}
+    assert max(int(r["days"]) for r in got["survival"] if r["study_id"] == "audit-a") == 1
+    assert max(int(r["days"]) for r in got["survival"] if r["study_id"] == "audit-b") == 2
+
+    weights: Counter[tuple[str, str, str]] = Counter()
+    crawls: dict[tuple[str, str, str], set[str]] = {}
+    for r in ROWS["associations"]:
+        if r["engine"] == "ddg" and r["network"] == "trimmed":
+            key = (study_of[r["crawl_id"]], r["source_reduced"], r["target_reduced"])
+            weights[key] += r["edges"]
+            crawls.setdefault(key, set()).add(r["crawl_id"])
+    assoc = {(r["study_id"], r["source_reduced"], r["target_reduced"]): r for r in got["assoc"]}
+    assert {k: int(r["weight"]) for k, r in assoc.items()} == dict(weights)
+    assert {k: int(r["crawls"]) for k, r in assoc.items()} == {k: len(v) for k, v in crawls.items()}
+
+    kept = [r for r in edges if r["kept"]]
+    for row in got["share"]:
+        mine = {(r["crawl_id"], r["target"]) for r in kept if study_of[r["crawl_id"]] == row["study_id"]}
+        assert int(row["suggestions"]) == len(mine)
+    assert len(got["share"]) == 2
