@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from collectors.simulate.extension_traffic import TrafficConfig
@@ -19,8 +21,25 @@ def covered(metrics: dict[str, float]) -> tuple[float, float, float]:
     )
 
 
+def settled_counters(service: Service) -> tuple[float, float, float]:
+    """The counters once the worker is idle: no lag, and the same values for 3 s (three
+    roll-up intervals), so a batch another test file left behind is not half counted."""
+    last: list[tuple[tuple[float, float, float], float]] = []  # (value, first read at)
+
+    def steady() -> tuple[float, float, float] | None:
+        metrics = worker_metrics(service)
+        now = covered(metrics)
+        lagging = any(v for k, v in metrics.items() if k.startswith("auditstream_consumer_lag"))
+        if lagging or not last or last[0][0] != now:
+            last[:] = [(now, time.monotonic())]
+            return None
+        return now if time.monotonic() - last[0][1] >= 3 else None
+
+    return wait_for(steady, 60, "the worker idle before the test")
+
+
 def test_units_identification_and_lag(service: Service) -> None:
-    before = covered(worker_metrics(service))
+    before = settled_counters(service)
     post_study(service, TrafficConfig(experiment_id="metrics", seed=8, installs=50), 3_000)
     recount = {
         (r["engine"], r["arm"]): r["n"]
