@@ -22,14 +22,19 @@ DROP VIEW IF EXISTS autocomplete_social_share;
 
 DROP VIEW IF EXISTS autocomplete_social_share_full;
 
+-- The study of each analysed crawl (its crawl row is written last).
+CREATE VIEW IF NOT EXISTS autocomplete_crawl_studies AS
+SELECT engine, root, crawl_id, any(study_id) AS study_id
+FROM agg_autocomplete_crawls
+WHERE network = 'trimmed'
+GROUP BY engine, root, crawl_id;
+
 -- Each edge with its crawl's study; an edge of a crawl not analysed yet has none and is left out.
 CREATE VIEW IF NOT EXISTS autocomplete_study_edges AS
 SELECT e.engine AS engine, c.study_id AS study_id, e.root AS root, e.crawl_id AS crawl_id,
        e.completed_at AS completed_at, e.target AS target, e.kept AS kept, e.platforms AS platforms
 FROM agg_autocomplete_edges AS e FINAL
-INNER JOIN (SELECT engine, root, crawl_id, any(study_id) AS study_id
-            FROM agg_autocomplete_crawls WHERE network = 'trimmed'
-            GROUP BY engine, root, crawl_id) AS c
+INNER JOIN autocomplete_crawl_studies AS c
 ON e.engine = c.engine AND e.root = c.root AND e.crawl_id = c.crawl_id;
 
 CREATE VIEW IF NOT EXISTS autocomplete_survival AS
@@ -52,9 +57,7 @@ SELECT a.engine AS engine, c.study_id AS study_id, a.network AS network, a.root 
        a.source_reduced AS source_reduced, a.target_reduced AS target_reduced,
        sum(a.edges) AS weight, uniqExact(a.crawl_id) AS crawls
 FROM agg_autocomplete_associations AS a FINAL
-INNER JOIN (SELECT engine, root, crawl_id, any(study_id) AS study_id
-            FROM agg_autocomplete_crawls WHERE network = 'trimmed'
-            GROUP BY engine, root, crawl_id) AS c
+INNER JOIN autocomplete_crawl_studies AS c
 ON a.engine = c.engine AND a.root = c.root AND a.crawl_id = c.crawl_id
 WHERE a.network = 'trimmed'
 GROUP BY engine, study_id, network, root, source_reduced, target_reduced;
@@ -64,9 +67,7 @@ SELECT a.engine AS engine, c.study_id AS study_id, a.network AS network, a.root 
        a.source_reduced AS source_reduced, a.target_reduced AS target_reduced,
        sum(a.edges) AS weight, uniqExact(a.crawl_id) AS crawls
 FROM agg_autocomplete_associations AS a FINAL
-INNER JOIN (SELECT engine, root, crawl_id, any(study_id) AS study_id
-            FROM agg_autocomplete_crawls WHERE network = 'trimmed'
-            GROUP BY engine, root, crawl_id) AS c
+INNER JOIN autocomplete_crawl_studies AS c
 ON a.engine = c.engine AND a.root = c.root AND a.crawl_id = c.crawl_id
 WHERE a.network = 'full'
 GROUP BY engine, study_id, network, root, source_reduced, target_reduced;
