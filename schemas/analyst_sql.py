@@ -46,10 +46,21 @@ FORBIDDEN_FUNCTIONS = frozenset(
         "dictGet", "dictGetOrDefault", "dictGetOrNull", "dictHas", "joinGet", "joinGetOrNull",
         "currentProfiles", "currentRoles", "enabledProfiles", "enabledRoles", "defaultRoles",
         "throwIf", "sleep", "sleepEachRow",
+        # settings, server and file-system facts, and models read from files
+        "getSettingOrDefault", "globalVariable", "hasColumnInTable", "tcpPort", "getServerPort",
+        "hostName", "fqdn", "getMacro", "serverUUID", "uptime", "getOSKernelVersion",
+        "filesystemAvailable", "filesystemCapacity", "filesystemFree", "filesystemUnreserved",
+        "getClientHTTPHeader", "displayName", "buildId", "addressToLine", "addressToLineWithInlines",
+        "addressToSymbol", "demangle", "catboostEvaluate", "naiveBayesClassifier",
+        # the functional IN family: its second argument may be any table (system.users)
+        "in", "notIn", "globalIn", "globalNotIn", "nullIn", "notNullIn", "globalNullIn",
+        "globalNotNullIn", "inIgnoreSet", "notInIgnoreSet", "globalInIgnoreSet",
+        "globalNotInIgnoreSet", "nullInIgnoreSet", "notNullInIgnoreSet", "globalNullInIgnoreSet",
+        "globalNotNullInIgnoreSet",
     )
 )  # fmt: skip
 """Functions refused wherever they appear (table or scalar): they leave the documented
-tables, read settings or files, or stall the store."""
+tables, read settings, server facts or files, or stall the store."""
 
 _EXPLAIN = re.compile(r"^\s*EXPLAIN(?:\s+(?:AST|SYNTAX|PLAN|PIPELINE|ESTIMATE))?\s+(?=[(A-Za-z])", re.I)
 _SHOW_TABLES = re.compile(r"^\s*SHOW\s+TABLES\s*;?\s*$", re.I)
@@ -145,6 +156,28 @@ def _check_tree(tree: exp.Expr, allowed: frozenset[str]) -> None:
             raise ReadOnlyViolation(f"the function {name}() is not allowed")
         if isinstance(node, exp.Table):
             _check_table(node, allowed, ctes)
+        if isinstance(node, exp.In):
+            _check_in_set(node, allowed)
+
+
+def _check_in_set(node: exp.In, allowed: frozenset[str]) -> None:
+    """``x IN name`` and ``x IN (name)``: ClickHouse reads a qualified name there as a table
+    (``0 IN system.users``), which the table walk never sees, since sqlglot parses it as a
+    column. A qualified name must be a documented ``default.`` table; a plain one is a
+    documented table, a CTE or a column, unless it names an internal table."""
+    items = node.expressions if node.args.get("expressions") else [node.args.get("field")]
+    for item in items:
+        if not isinstance(item, exp.Column):
+            continue
+        parts = [p.name for p in item.parts]
+        if len(parts) == 1 and parts[0] not in _INTERNAL:
+            continue
+        if len(parts) == 2 and parts[0] == "default" and parts[1] in allowed:
+            continue
+        raise ReadOnlyViolation(
+            f"IN {item.sql('clickhouse')}: after IN, a name must be a documented table or a CTE "
+            "(a list of values is written IN (a, b))"
+        )
 
 
 def _check_table(table: exp.Table, allowed: frozenset[str], ctes: set[str]) -> None:

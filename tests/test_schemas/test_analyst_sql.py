@@ -28,6 +28,11 @@ ALLOWED = [
     ("SELECT * FROM default.clicks_by_rank_1m AS c JOIN raw_extension_events USING (event_id)", None),
     ("SELECT kind FROM alerts LIMIT 1 BY kind UNION ALL SELECT 'x'", None),
     ("SELECT 1 /* /* */ FROM file('/etc/passwd') */", "SELECT 1"),  # what runs is what was checked
+    ("SELECT arm FROM extension_events WHERE arm IN ('control', 'swap_1_2')", None),
+    ("SELECT count() FROM alerts WHERE subject IN (SELECT subject FROM alerts)", None),
+    ("SELECT 'a' IN (kind) FROM alerts", None),  # a plain name: the column
+    ("SELECT 1 IN default.alerts", None),
+    ("WITH s AS (SELECT 1) SELECT 1 IN s", None),
 ]
 
 HOSTILE = [
@@ -82,6 +87,23 @@ HOSTILE = [
     "EXPLAIN SELECT * FROM file('/etc/passwd')",
     "EXPLAIN PIPELINE SELECT * FROM url('http://x', CSV)",
     "EXISTS TABLE alerts",
+    # a table after IN is read as a table (an outside probe found these)
+    "SELECT 0 IN system.one",
+    "SELECT 0 IN `system`.`one`",
+    'SELECT 0 IN "system"."users"',
+    "SELECT 0 GLOBAL IN system.one",
+    "SELECT 0 NOT IN system.one",
+    "SELECT 0 GLOBAL NOT IN system.numbers",
+    "SELECT 0 IN (system.one)",
+    "SELECT 1 IN system.one.dummy",
+    "SELECT 1 IN schema_migrations",
+    "SELECT count() FROM alerts WHERE kind IN other_db.alerts",
+    "SELECT notIn(1, system.one)",
+    "SELECT globalIn(0, system.one)",
+    "SELECT nullIn(0, system.one)",
+    "SELECT hasColumnInTable('system', 'users', 'name')",
+    "SELECT getSettingOrDefault('readonly', 0)",
+    "SELECT tcpPort()",
 ]
 
 
