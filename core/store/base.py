@@ -44,6 +44,17 @@ class QueryLimits:
     def sql(self) -> str:
         return ", ".join(f"{k} = {v}" for k, v in self.settings().items())
 
+    def check_answer_size(self, size: int) -> None:
+        """ClickHouse checks ``max_result_bytes`` from a result's second block on, so a result
+        of one block passes it whatever its size (300 MB of ``repeat('x', 1e6)`` did): the
+        answer as sent is checked too, the same limit on its bytes."""
+        if size > self.max_result_bytes:
+            raise StoreError(
+                f"Limit for result exceeded: the answer is {size / 1024**2:.1f} MiB, over "
+                f"max_result_bytes ({self.max_result_bytes / 1024**2:.0f} MiB); select fewer or "
+                "narrower rows (TOO_MANY_ROWS_OR_BYTES)"
+            )
+
     def to_params(self) -> dict[str, str]:
         return {f.name: str(getattr(self, f.name)) for f in fields(self)}
 

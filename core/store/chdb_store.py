@@ -116,7 +116,7 @@ class ChdbStore(Store):
         try:
             task = asyncio.ensure_future(lane(f"{sql}\nSETTINGS {settings}", fmt))
             try:
-                return await asyncio.shield(task)
+                raw = await asyncio.shield(task)
             except asyncio.CancelledError:
                 await self._kill(tag)
                 with contextlib.suppress(StoreError, asyncio.CancelledError):
@@ -128,6 +128,9 @@ class ChdbStore(Store):
                 raise
         finally:
             self._idle.put_nowait(lane)
+        if limits is not None:
+            limits.check_answer_size(len(raw))
+        return raw
 
     async def _kill(self, tag: str) -> None:
         """Stop the read tagged ``tag`` in chDB (its caller went away)."""

@@ -9,6 +9,8 @@ import ipaddress
 import uuid
 from typing import Any
 
+import orjson
+
 from core.store.base import (
     INSERT_SETTINGS,
     QueryLimits,
@@ -69,11 +71,14 @@ class ServerStore(Store):
         if read_only:
             settings["readonly"] = 1
         rows, cols = await self._run(sql, with_column_types=True, settings=settings)
-        return QueryResult(
+        result = QueryResult(
             columns=[c[0] for c in cols],
             types=[c[1] for c in cols],
             rows=[[_jsonable(v) for v in r] for r in rows],
         )
+        if limits is not None:
+            limits.check_answer_size(sum(len(orjson.dumps(r, default=str)) for r in result.rows))
+        return result
 
     async def _structure(self, table: str) -> str:
         if table not in self._structures:

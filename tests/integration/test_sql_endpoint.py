@@ -52,6 +52,15 @@ def test_an_answer_over_the_byte_limit_is_refused_under_the_row_limit(service: S
     assert run(service, wide.format(200))[0] == 200
 
 
+def test_an_answer_of_one_huge_block_is_refused_too(service: Service) -> None:
+    """ClickHouse checks the byte limit from a result's second block on: 300 rows of 300 kB
+    (~90 MB, one block) passed it, and went back to the caller whole."""
+    status, body = run(service, "SELECT repeat('x', 300000) AS wide FROM numbers(300)")
+    assert status == 400 and body["error"] == "query_failed", body
+    assert "TOO_MANY_ROWS_OR_BYTES" in body["message"] and "max_result_bytes" in body["message"]
+    assert run(service, "SELECT repeat('x', 300000) AS wide FROM numbers(30)")[0] == 200
+
+
 def probe_path(tag: str) -> Path:
     return Path(f"/tmp/auditstream-probe-{tag}-{uuid.uuid4().hex}")
 
