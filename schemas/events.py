@@ -56,7 +56,9 @@ TIME_MAX = datetime(2299, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
 
 
 def _calendar_day(value: Any) -> Any:
-    """Only ``YYYY-MM-DD`` text: a datetime or a number is not a day."""
+    """Only ``YYYY-MM-DD`` text (or, from Python, a date): a datetime or a number is not a day."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
     if not isinstance(value, str) or len(value) != 10 or value[4] != "-" or value[7] != "-":
         raise ValueError("a day is written YYYY-MM-DD")
     return value
@@ -236,7 +238,7 @@ class SerpSnapshot(_Event):
     result_estimate: UInt64 | None = None
     status: Literal["ok", "captcha", "blocked", "error"]
     raw_ref: Annotated[str, StringConstraints(strict=True, max_length=256)] = ""
-    coverage: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] | None = None
+    coverage: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)] | None = None
     """Share of the page's visible blocks the parser's rules claimed (None: not parsed, or an
     older crawler); below ``KNOWN_LAYOUT`` the page has a layout the rules do not know."""
     consent: Literal["none", "accepted", "rejected", "left", "failed"] = "none"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.events import Engine, Ident
+from schemas.events import Day, Engine, Ident
 
 Status = Literal["running", "stopped"]
 
@@ -28,8 +28,10 @@ class ExperimentConfig(BaseModel):
     must be finite: 1e308 twice made every normalised weight 0). A number, never text or a
     boolean read as one."""
     salt: Annotated[str, Field(min_length=8, max_length=128)]
-    start: date
-    end: date | None = None
+    start: Day
+    end: Day | None = None
+    """Calendar days (``YYYY-MM-DD``) within ClickHouse's ``Date`` range: a day it would clamp
+    (0001-01-01 read back as 1970-01-01) is refused, as in the events."""
     engine_arms: dict[Engine, Annotated[list[Ident], Field(min_length=2, max_length=20)]] = {}
     """Engines that run only some of the arms (the paper ran only swap 1-2 on Bing): engine ->
     its arms, control among them, each weighted as in ``arms``. Engines not listed run every

@@ -81,3 +81,15 @@ def test_an_extension_version_is_a_manifest_version_and_carries_no_words(version
 def test_manifest_versions_pass(version: str) -> None:
     accepted, rejected = validate_batch([{**good_event(), "extension_version": version}])
     assert not rejected and len(accepted) == 1
+
+
+@pytest.mark.parametrize("coverage", ["0.5", True, "1", None, 0, 1, 0.25])
+def test_a_snapshots_coverage_is_a_number_never_text(coverage: object) -> None:
+    from collectors.simulate.serp_traffic import SerpSimulation, SerpStudyConfig
+
+    snapshot = {**next(SerpSimulation(SerpStudyConfig()).round(0)), "coverage": coverage}
+    accepted, rejected = validate_batch([snapshot])
+    if isinstance(coverage, str | bool):
+        assert [(r.reason, r.field) for r in rejected] == [("wrong_type", "coverage")]
+    else:
+        assert not rejected and orjson.loads(accepted[0].model_dump_json())["coverage"] == coverage

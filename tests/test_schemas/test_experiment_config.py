@@ -51,3 +51,18 @@ def test_an_arm_weight_is_a_number_not_text_or_a_boolean(weight: object) -> None
         ExperimentConfig.model_validate({**BASE, "arms": {"control": weight, "swap_1_2": 1}})
     numbers = ExperimentConfig.model_validate({**BASE, "arms": {"control": 2, "swap_1_2": 0.5}})
     assert numbers.arms == {"control": 2.0, "swap_1_2": 0.5}
+
+
+@pytest.mark.parametrize(
+    "start", ["0001-01-01", "9999-12-31", "1969-12-31", 0, 1764201600, "2026-11-01T00:00:00", "2026-1-1"]
+)
+def test_a_start_is_a_calendar_day_the_store_can_hold(start: object) -> None:
+    """Days ClickHouse's Date would clamp (0001-01-01 read back as 1970-01-01) and numbers or
+    times read as days are refused, as in the events."""
+    with pytest.raises(ValidationError, match="start"):
+        ExperimentConfig.model_validate({**BASE, "start": start})
+    with pytest.raises(ValidationError, match="end"):
+        ExperimentConfig.model_validate({**BASE, "end": "2150-01-01"})
+    config = ExperimentConfig.model_validate({**BASE, "start": "2149-06-06"})
+    assert config.model_dump(mode="json")["start"] == "2149-06-06"
+    assert ExperimentConfig.model_validate(config.model_dump()) == config  # dates from Python pass
