@@ -193,7 +193,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Store one chunk of JSON lines (each one event, optionally with its received_at)",
         "admin",
         ImportAnswer,
-        errors=(413, 415, 503),
+        errors=(400, 413, 415, 503),
         lines=True,
     ),
     Operation(
@@ -255,7 +255,8 @@ OPERATIONS: tuple[Operation, ...] = (
 
 ERRORS: dict[int, str] = {
     400: "Bad request: malformed JSON (`malformed_json`), a bad field or parameter (`bad_request`), "
-    "an empty batch (`empty_batch`), SQL refused (`not_read_only`, `query_failed`)",
+    "an empty batch (`empty_batch`), SQL refused (`not_read_only`, `query_failed`), a body that "
+    "is not what its `Content-Encoding` says (`unreadable_body`)",
     401: "Missing, unknown or revoked API key (`unauthorized`)",
     403: "The key lacks the scope this route needs (`forbidden`)",
     404: "No such experiment (`not_found`), or no units to report (`no_units`)",
