@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from pydantic import BaseModel
 
 from core.store import QueryResult, StoreError, StoreUnavailable
-from core.store.base import QueryLimits
+from core.store.base import QueryLimits, StoreBusy
 from ingest.api_keys import ApiKey
 from ingest.app_state import ARMS, BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.errors import problem
@@ -162,6 +162,13 @@ async def read_query(
     ClickHouse refuses the statement (400 for a caller's SQL, 500 for the service's own)."""
     try:
         return await request.app[STORE].query(sql, read_only=True, limits=limits)
+    except StoreBusy:
+        raise problem(
+            503,
+            "store_busy",
+            "every read lane of the store is busy with other queries; retry after Retry-After seconds",
+            {"Retry-After": str(request.app[CONFIG].retry_after_s)},
+        ) from None
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
     except StoreError as exc:

@@ -267,7 +267,7 @@ ERRORS: dict[int, str] = {
     429: "Over the per-key rate (`rate_limited`); retry after `Retry-After` seconds",
     500: "Unexpected error (`internal_error`); nothing was accepted",
     503: "Kafka, ClickHouse or the board's compute process unavailable (`broker_unavailable`, "
-    "`store_unavailable`, `store_refused`, `report_failed`, `board_unavailable`, "
+    "`store_unavailable`, `store_busy`, `store_refused`, `report_failed`, `board_unavailable`, "
     "`compute_unavailable`, `import_unavailable`); retry after `Retry-After` seconds",
 }
 RETRY_AFTER = {"schema": {"type": "integer", "minimum": 1}, "description": "Seconds to wait."}

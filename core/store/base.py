@@ -80,6 +80,11 @@ class StoreUnavailable(AuditstreamError):
     """ClickHouse could not be reached: retry later."""
 
 
+class StoreBusy(StoreUnavailable):
+    """Every read lane stayed busy with other analysts' queries for as long as a query may
+    run: retry later (the store itself is fine)."""
+
+
 @dataclass
 class QueryResult:
     """Column names and types with rows as lists of JSON-compatible values."""

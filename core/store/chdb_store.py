@@ -26,6 +26,7 @@ from core.store.base import (
     QueryLimits,
     QueryResult,
     Store,
+    StoreBusy,
     StoreError,
     loads_json,
     unfound,
@@ -110,7 +111,12 @@ class ChdbStore(Store):
             settings += ", " + limits.sql()
         self._waiting += 1
         try:
-            lane = await self._idle.get()
+            # an analyst's query waits for a lane at most as long as one may run: six slow
+            # queries on two lanes had made the sixth, and a SELECT 1 after it, wait 90 s
+            wait = limits.max_execution_time_s if limits is not None else None
+            lane = await asyncio.wait_for(self._idle.get(), wait)
+        except TimeoutError:
+            raise StoreBusy(f"every read lane stayed busy for {wait:g} s") from None
         finally:
             self._waiting -= 1
         try:

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
 import orjson
 
-from core.store.base import QueryLimits, QueryResult, Store, StoreError, StoreUnavailable, loads_json
+from core.store.base import (
+    QueryLimits,
+    QueryResult,
+    Store,
+    StoreBusy,
+    StoreError,
+    StoreUnavailable,
+    loads_json,
+)
 
 TOKEN_HEADER = "X-Auditstream-Store-Token"
+BUSY = "store busy"
+"""How the store server's 503 says its read lanes were busy, not the store down."""
 
 
 _BROKEN = (aiohttp.ServerDisconnectedError, aiohttp.ClientConnectionResetError, aiohttp.ClientOSError)
@@ -25,8 +37,11 @@ it on its own lane."""
 class HttpStore(Store):
     """Client of the store process; every other embedded process talks to chDB this way."""
 
-    def __init__(self, url: str, token: str = "", timeout_s: float = 120.0) -> None:
+    def __init__(
+        self, url: str, token: str = "", timeout_s: float = 120.0, watch_every_s: float = 4.0
+    ) -> None:
         self._url = url.rstrip("/")
+        self._watch_every_s = watch_every_s
         self._headers = {TOKEN_HEADER: token} if token else {}
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._session: aiohttp.ClientSession | None = None
@@ -57,7 +72,7 @@ class HttpStore(Store):
         not: it may have been done, and its caller retries it as a whole."""
         session = self._client()
         try:
-            return await self._send(session, path, data, params)
+            return await self._watched(session, path, data, params)
         except aiohttp.ClientConnectorError as exc:  # nothing listens: a new connection fares no better
             raise self._unreachable(exc) from exc
         except _BROKEN as exc:
@@ -67,9 +82,41 @@ class HttpStore(Store):
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise self._unreachable(exc) from exc
         try:
-            return await self._send(self._client(), path, data, params)
+            return await self._watched(self._client(), path, data, params)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise self._unreachable(exc) from exc
+
+    async def _watched(
+        self, session: aiohttp.ClientSession, path: str, data: bytes, params: dict[str, str] | None
+    ) -> bytes:
+        """``_send``, given up when the store stops answering: a store process that hangs (stopped,
+        or stuck on a dead disk) keeps its connections open, and every request waited the
+        whole 120 s timeout. While a call runs, the store's ``/status`` (which needs no read
+        lane, so a busy store answers it) is asked every ``watch_every_s``; two unanswered in a
+        row end the call as unavailable, which its caller retries (a write whole)."""
+        call = asyncio.ensure_future(self._send(session, path, data, params))
+        unanswered = 0
+        try:
+            while True:
+                done, _ = await asyncio.wait({call}, timeout=self._watch_every_s)
+                if done:
+                    return call.result()
+                unanswered = 0 if await self._answers(session) else unanswered + 1
+                if unanswered >= 2:
+                    raise StoreUnavailable(f"store at {self._url} stopped answering while a call waited")
+        finally:
+            if not call.done():
+                call.cancel()
+                with contextlib.suppress(BaseException):
+                    await call
+
+    async def _answers(self, session: aiohttp.ClientSession) -> bool:
+        timeout = aiohttp.ClientTimeout(total=self._watch_every_s)
+        try:
+            async with session.get(self._url + "/status", timeout=timeout) as resp:
+                return resp.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
 
     def _unreachable(self, exc: BaseException) -> StoreUnavailable:
         return StoreUnavailable(f"store at {self._url} unreachable: {exc!r}")
@@ -87,6 +134,8 @@ class HttpStore(Store):
                 message = f"{resp.reason} (no JSON error body)"
             if resp.status == 400:
                 raise StoreError(message)
+            if resp.status == 503 and str(message).startswith(BUSY):
+                raise StoreBusy(message)
             raise StoreUnavailable(f"store answered {resp.status}: {message}")
 
     async def execute(self, sql: str, *, background: bool = False) -> None:

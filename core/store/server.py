@@ -19,8 +19,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from core.store.base import QueryLimits, Store, StoreError
-from core.store.http_store import TOKEN_HEADER
+from core.store.base import QueryLimits, Store, StoreBusy, StoreError
+from core.store.http_store import BUSY, TOKEN_HEADER
 
 log = logging.getLogger(__name__)
 STORE = web.AppKey("store", Store)
@@ -42,6 +42,8 @@ def create_store_app(store: Store, token: str = "") -> web.Application:
             return await handler(request)
         except StoreError as exc:
             return _error(400, str(exc))
+        except StoreBusy as exc:
+            return _error(503, f"{BUSY}: {exc}")
 
     app = web.Application(middlewares=[check_token], client_max_size=256 * 1024 * 1024)
     app[STORE] = store

@@ -16,6 +16,7 @@ from core.store.base import (
     QueryLimits,
     QueryResult,
     Store,
+    StoreBusy,
     StoreError,
     StoreUnavailable,
 )
@@ -48,16 +49,24 @@ class ServerStore(Store):
         self._lock = asyncio.Lock()
         self._structures: dict[str, str] = {}
 
-    async def _run(self, sql: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+    async def _run(
+        self, sql: str, params: dict[str, Any] | None = None, *, wait_s: float | None = None, **kw: Any
+    ) -> Any:
+        """Run on the connection once it is free; ``StoreBusy`` after waiting ``wait_s`` for it."""
         from clickhouse_driver import errors
 
-        async with self._lock:
-            try:
-                return await asyncio.to_thread(self._client.execute, sql, params, **kw)
-            except errors.ServerException as exc:
-                raise StoreError(str(exc)) from exc
-            except (errors.NetworkError, errors.SocketTimeoutError, OSError, EOFError) as exc:
-                raise StoreUnavailable(str(exc)) from exc
+        try:
+            await asyncio.wait_for(self._lock.acquire(), wait_s)
+        except TimeoutError:
+            raise StoreBusy(f"the store connection stayed busy for {wait_s:g} s") from None
+        try:
+            return await asyncio.to_thread(self._client.execute, sql, params, **kw)
+        except errors.ServerException as exc:
+            raise StoreError(str(exc)) from exc
+        except (errors.NetworkError, errors.SocketTimeoutError, OSError, EOFError) as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        finally:
+            self._lock.release()
 
     async def execute(self, sql: str, *, background: bool = False) -> None:
         await self._run(sql)
@@ -70,7 +79,8 @@ class ServerStore(Store):
         settings: dict[str, Any] = dict(limits.settings()) if limits is not None else {}
         if read_only:
             settings["readonly"] = 1
-        rows, cols = await self._run(sql, with_column_types=True, settings=settings)
+        wait_s = limits.max_execution_time_s if limits is not None else None
+        rows, cols = await self._run(sql, with_column_types=True, settings=settings, wait_s=wait_s)
         result = QueryResult(
             columns=[c[0] for c in cols],
             types=[c[1] for c in cols],

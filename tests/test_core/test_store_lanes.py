@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from core.store.base import StoreUnavailable
+from core.store.base import QueryLimits, StoreBusy, StoreUnavailable
 from core.store.chdb_store import ChdbStore
 from core.store.http_store import HttpStore
 from core.store.server import create_store_app
@@ -124,5 +124,67 @@ async def test_a_read_whose_connection_broke_is_sent_again_and_a_write_is_not() 
                 await remote.query("SELECT 1", read_only=True)
         assert len(remote._retired) <= 1
     finally:
+        await remote.close()
+        await server.close()
+
+
+async def test_an_analysts_query_waits_for_a_lane_no_longer_than_it_may_run(
+    served: tuple[ChdbStore, HttpStore],
+) -> None:
+    """Six slow analyst queries on two lanes had made the sixth, and a SELECT 1 after it,
+    wait 90 s: a query now waits for a lane at most its time limit, then the store is busy
+    (a 503 to say retry, not that the store is down), in chDB and through the store server."""
+    store, remote = served
+    limits = QueryLimits(max_execution_time_s=0.3)
+    lane = await store._idle.get()  # the only read lane, held as a long query would
+    try:
+        for client in (store, remote):
+            async with asyncio.timeout(30):  # before: waited for the lane for good
+                with pytest.raises(StoreBusy):
+                    await client.query("SELECT 1", read_only=True, limits=limits)
+    finally:
+        store._idle.put_nowait(lane)
+    for client in (store, remote):
+        assert (await client.query("SELECT 1", read_only=True, limits=limits)).rows == [[1]]
+
+
+async def test_a_store_that_stops_answering_ends_calls_and_a_slow_one_does_not() -> None:
+    """A store process that hangs (SIGSTOP, a dead disk) keeps its connections open: every
+    call waited the whole 120 s timeout. While a call runs the client asks the store's
+    /status; a store that answers it may take as long as its query needs, one that does not
+    ends the call as unavailable."""
+    hung = asyncio.Event()
+    release = asyncio.Event()
+
+    async def query(request: web.Request) -> web.Response:
+        await request.read()
+        await release.wait()
+        return web.json_response({"columns": ["x"], "types": ["UInt8"], "rows": [[1]]})
+
+    async def status(request: web.Request) -> web.Response:
+        if hung.is_set():
+            await asyncio.Event().wait()  # never answers
+        return web.json_response({"reads_busy": 1})
+
+    app = web.Application()
+    app.router.add_post("/query", query)
+    app.router.add_get("/status", status)
+    server = TestServer(app)
+    await server.start_server()
+    remote = HttpStore(str(server.make_url("")).rstrip("/"), watch_every_s=0.1)
+    try:
+        slow = asyncio.ensure_future(remote.query("SELECT 1", read_only=True))
+        await asyncio.sleep(1.0)  # wait-ok: ten checks of a store that answers them; the call goes on
+        assert not slow.done()
+        release.set()
+        assert (await slow).rows == [[1]]
+
+        release.clear()
+        hung.set()
+        async with asyncio.timeout(30):  # far under the 120 s the call waited before
+            with pytest.raises(StoreUnavailable, match="stopped answering"):
+                await remote.query("SELECT 1", read_only=True)
+    finally:
+        release.set()
         await remote.close()
         await server.close()
