@@ -35,6 +35,8 @@ class WithholdRequestContent(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if not record.name.startswith(_AIOHTTP):
             return True
+        if getattr(record, "withheld_content", False):
+            return True  # rewritten by the filter of another handler already
         exc = record.exc_info[1] if record.exc_info else None
         if not (_malformed_request(exc) or "Bearer" in str(record.msg)):
             return True
@@ -48,6 +50,7 @@ class WithholdRequestContent(logging.Filter):
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         record.exc_info = None
         record.exc_text = None
+        record.withheld_content = True
         self._last_line, self._withheld = now, 0
         return True
 
