@@ -22,7 +22,7 @@ from ingest.app_state import ARMS, BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, 
 from ingest.errors import problem
 from ingest.producer import BrokerUnavailable
 from ingest.registered_arms import without_unregistered
-from ingest.validation import validate_batch
+from ingest.validation import validate_batch, without_conflicting_ids
 from schemas.analyst_sql import guard_analyst_sql
 from schemas.event_types import FAMILY_BY_TYPE
 from schemas.sql import ReadOnlyViolation
@@ -94,7 +94,7 @@ async def post_events(request: web.Request) -> web.Response:
         raise problem(400, "empty_batch", "send one event or a non-empty array")
     if len(items) > config.max_events_per_request:
         raise problem(413, "too_many_events", f"at most {config.max_events_per_request} events per request")
-    accepted, rejected = validate_batch(items)
+    accepted, rejected = without_conflicting_ids(*validate_batch(items))
     if accepted:
         accepted, rejected = without_unregistered(accepted, rejected, await app[ARMS].current())
     for r in rejected:

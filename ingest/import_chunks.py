@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from ingest.registered_arms import NO_REGISTRY, Registry, unregistered, without_unregistered
-from ingest.validation import Rejection, validate_batch
+from ingest.validation import Rejection, validate_batch, without_conflicting_ids
 from schemas.event_types import BY_NAME, EVENT_TYPES, FAMILY_BY_TYPE
 from schemas.events import _utc_text
 from schemas.wire import format_received_at
@@ -167,7 +167,7 @@ def _line_by_line(body: bytes, registry: Registry = NO_REGISTRY) -> PreparedChun
             continue
         items.append(item)
         numbers.append(n)
-    accepted, refused = without_unregistered(*validate_batch(items), registry)
+    accepted, refused = without_unregistered(*without_conflicting_ids(*validate_batch(items)), registry)
     refused_at = {r.index: r for r in refused}
     models = iter(accepted)
     rows: dict[str, list[bytes]] = {}

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ValidationError
 
 from core.store import Store, StoreUnavailable
-from ingest.validation import Rejection
+from ingest.validation import Rejection, move_to_rejected
 from schemas.experiments import ExperimentConfig
 
 log = logging.getLogger(__name__)
@@ -144,12 +144,5 @@ def without_unregistered(
 ) -> tuple[list[BaseModel], list[Rejection]]:
     """``validate_batch``'s answer with the events of unregistered arms moved to the
     rejections (by their index in the batch, in order)."""
-    refused = unregistered(accepted, registry)
-    if not refused:
-        return accepted, rejected
-    invalid = {r.index for r in rejected}
-    indices = [i for i in range(len(accepted) + len(rejected)) if i not in invalid]
-    dropped = {position for position, _ in refused}
-    more = [Rejection(indices[position], REASON, name) for position, name in refused]
-    kept = [m for position, m in enumerate(accepted) if position not in dropped]
-    return kept, sorted([*rejected, *more], key=lambda r: r.index)
+    refused = [(position, REASON, name) for position, name in unregistered(accepted, registry)]
+    return move_to_rejected(accepted, rejected, refused)

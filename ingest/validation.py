@@ -6,6 +6,7 @@ rejected payload may hold exactly the data we promised never to keep.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,12 @@ REASONS = (
     "wrong_type",
     "invalid_value",
     "unregistered_arm",
+    "conflicting_event_id",
 )
 """``unregistered_arm``: an event of a registered experiment naming an arm or an engine it does
-not run (``ingest/registered_arms.py``)."""
+not run (``ingest/registered_arms.py``). ``conflicting_event_id``: an event whose id an
+earlier event of the same request has, with other content (events are stored once per id,
+the first; a copy with the same content is accepted, and stored once)."""
 
 
 @dataclass(frozen=True)
@@ -112,3 +116,38 @@ def validate_batch(items: Sequence[Any]) -> tuple[list[BaseModel], list[Rejectio
         result = validate_one(i, item)
         (rejected if isinstance(result, Rejection) else accepted).append(result)  # type: ignore[arg-type]
     return accepted, rejected
+
+
+def move_to_rejected(
+    accepted: list[BaseModel], rejected: list[Rejection], refused: Sequence[tuple[int, str, str]]
+) -> tuple[list[BaseModel], list[Rejection]]:
+    """``validate_batch``'s answer with the accepted events at the given positions (in
+    ``accepted``, with a reason and field each) moved to the rejections, by their index in
+    the batch, in order."""
+    if not refused:
+        return accepted, rejected
+    invalid = {r.index for r in rejected}
+    indices = [i for i in range(len(accepted) + len(rejected)) if i not in invalid]
+    dropped = {position for position, _, _ in refused}
+    more = [Rejection(indices[position], reason, name) for position, reason, name in refused]
+    kept = [m for position, m in enumerate(accepted) if position not in dropped]
+    return kept, sorted([*rejected, *more], key=lambda r: r.index)
+
+
+def without_conflicting_ids(
+    accepted: list[BaseModel], rejected: list[Rejection]
+) -> tuple[list[BaseModel], list[Rejection]]:
+    """Events that reuse an earlier event's id of the same request with other content are
+    rejected: only the first would be stored, and the 202 would count one that never is."""
+    ids = [str(getattr(m, "event_id", "")) for m in accepted]
+    repeated = {i for i, n in Counter(ids).items() if n > 1}
+    if not repeated:
+        return accepted, rejected
+    first: dict[str, str] = {}
+    refused = []
+    for position, (event_id, model) in enumerate(zip(ids, accepted, strict=True)):
+        if event_id in repeated:
+            content = model.model_dump_json()
+            if first.setdefault(event_id, content) != content:
+                refused.append((position, "conflicting_event_id", "event_id"))
+    return move_to_rejected(accepted, rejected, refused)

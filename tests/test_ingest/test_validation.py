@@ -5,7 +5,7 @@ import uuid
 import pytest
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from ingest.validation import Rejection, validate_batch, validate_one
+from ingest.validation import Rejection, validate_batch, validate_one, without_conflicting_ids
 from schemas.events import Click, SerpView
 
 
@@ -56,3 +56,24 @@ def test_batch_keeps_order_and_indices() -> None:
     accepted, rejected = validate_batch([good, "x", view])
     assert [type(m) for m in accepted] == [Click, SerpView]
     assert rejected == [Rejection(1, "not_an_object", None)]
+
+
+def test_an_id_reused_in_a_batch_for_other_content_is_rejected_and_a_copy_is_not() -> None:
+    """Events are stored once per id, the first: a second event with the id and other
+    content would have been counted accepted and never stored. A plain copy (a retry inside
+    the batch) is accepted, and stored once. The id's spelling does not matter."""
+    first = click()
+    copy = {**first, "event_id": first["event_id"].upper()}
+    other = {**first, "display_rank": first["display_rank"] % 10 + 1}
+    fresh = {**first, "event_id": str(uuid.uuid4())}
+    accepted, rejected = without_conflicting_ids(*validate_batch([first, "x", copy, other, fresh, other]))
+    assert rejected == [
+        Rejection(1, "not_an_object", None),
+        Rejection(3, "conflicting_event_id", "event_id"),
+        Rejection(5, "conflicting_event_id", "event_id"),
+    ]
+    assert [str(m.event_id) for m in accepted] == [  # type: ignore[attr-defined]
+        first["event_id"].lower(),
+        first["event_id"].lower(),
+        fresh["event_id"],
+    ]
