@@ -49,6 +49,11 @@ class RestartingPool:
             self._pool = self._start(True)
         return self._pool
 
+    def broken(self) -> bool:
+        """Its process died and no call has started another yet (the executor's own thread
+        notices a death at once; ``/readyz`` says so instead of "ready")."""
+        return self._pool is not None and bool(getattr(self._pool, "_broken", False))
+
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         pool = self.started()

@@ -45,7 +45,10 @@ class ComputeProcess:
 
     def state(self) -> str:
         """ "starting" until the process has started (and, at ingest's start, warmed its
-        caches), "failed" when it could not, else "ready"."""
+        caches), "failed" when it could not, "down" when it died (the next board refresh or
+        report starts it again), else "ready"."""
+        if self.pool.broken():
+            return "down"
         return board_state(self._warmed) if self._warmed is not None else "starting"
 
     def shutdown(self) -> None:

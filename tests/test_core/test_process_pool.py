@@ -3,6 +3,7 @@ compute process and the import's validation processes come back without restarti
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
 import signal
@@ -40,8 +41,9 @@ async def test_a_call_whose_process_died_runs_again_in_a_new_one(tmp_path: Path)
     pool = RestartingPool("test pool", start)
     try:
         assert starts == []  # nothing starts before the first call
+        assert not pool.broken()
         pid = await pool.run(die_once, str(tmp_path / "died"))
-        assert (tmp_path / "died").exists() and pid != os.getpid()
+        assert (tmp_path / "died").exists() and pid != os.getpid() and not pool.broken()
         assert (pool.restarts, starts) == (1, [True, False])
         assert await pool.run(die_once, str(tmp_path / "died")) == pid  # the new process stays
     finally:
@@ -77,3 +79,19 @@ async def test_restarts_are_spaced_and_a_shut_pool_starts_nothing(tmp_path: Path
     with pytest.raises(PoolUnavailable, match="shut down"):
         await pool.run(die_once, str(tmp_path / "never"))
     assert starts == [True, False] and not (tmp_path / "never").exists()
+
+
+async def test_a_dead_process_is_seen_before_the_next_call() -> None:
+    """What /readyz reports: the pool is broken as soon as its process dies, not only once
+    a call finds out; the next call starts another."""
+    starts.clear()
+    pool = RestartingPool("test pool", start)
+    try:
+        pid = await pool.run(os.getpid)
+        os.kill(pid, signal.SIGKILL)
+        async with asyncio.timeout(30):
+            while not pool.broken():
+                await asyncio.sleep(0.05)  # wait-ok: polled under a deadline
+        assert await pool.run(os.getpid) != pid and not pool.broken()
+    finally:
+        pool.shutdown()
