@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -57,6 +58,13 @@ FORBIDDEN_FUNCTIONS = frozenset(
         "globalNotNullIn", "inIgnoreSet", "notInIgnoreSet", "globalInIgnoreSet",
         "globalNotInIgnoreSet", "nullInIgnoreSet", "notNullInIgnoreSet", "globalNullInIgnoreSet",
         "globalNotNullInIgnoreSet",
+        "fullHostName", "defaultProfiles", "pgGetUserById", "logTrace", "showCertificate",
+        # a single call can run far past max_execution_time (checked between blocks): one
+        # editDistance of two 64 kB strings takes seconds, sixty of them in an array 266 s
+        "editDistance", "editDistanceUTF8", "levenshteinDistance", "levenshteinDistanceUTF8",
+        "damerauLevenshteinDistance", "jaroSimilarity", "jaroWinklerSimilarity",
+        "stringJaccardIndex", "stringJaccardIndexUTF8",
+        "levenshtein", "jarowinkler_similarity",  # sqlglot's names for editDistance, jaroWinkler...
     )
 )  # fmt: skip
 """Functions refused wherever they appear (table or scalar): they leave the documented
@@ -122,7 +130,26 @@ def _guard(sql: str, tables: frozenset[str] | None) -> str:
     if not isinstance(tree, exp.Query):
         raise ReadOnlyViolation("only SELECT, WITH, EXPLAIN SELECT, DESCRIBE <table> and SHOW TABLES")
     _check_tree(tree, allowed)
-    return prefix + tree.sql(dialect="clickhouse", comments=False)
+    return prefix + _checked_rendering(tree, allowed)
+
+
+def _checked_rendering(tree: exp.Query, allowed: frozenset[str]) -> str:
+    """The text to run, checked as its own statement. sqlglot copies some parts into its
+    rendering raw (a quoted name before ``=>``, a quoted date unit), so text the first tree
+    held as one harmless name could come out as more SQL: more statements, ``INTO OUTFILE``,
+    a comment hiding the rest. The rendering must parse to one statement that passes every
+    check and renders to itself, else it is refused."""
+    text = tree.sql(dialect="clickhouse", comments=False)
+    try:
+        again = [s for s in sqlglot.parse(text, read="clickhouse") if s is not None]
+    except SqlglotError:
+        again = []
+    if len(again) != 1 or not isinstance(again[0], exp.Query):
+        raise ReadOnlyViolation("the statement does not read back as one SELECT once rendered")
+    _check_tree(again[0], allowed)
+    if again[0].sql(dialect="clickhouse", comments=False) != text:
+        raise ReadOnlyViolation("the statement does not render the same twice (a quoting quirk)")
+    return text
 
 
 def _plain_name(table: exp.Table) -> str | None:
@@ -142,8 +169,27 @@ def _function_name(node: exp.Expr) -> str:
     return ""
 
 
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _cte_names(tree: exp.Expr) -> set[str]:
+    """Names of the statement's subquery CTEs (``WITH name AS (SELECT ...)``). A scalar
+    ``WITH 1 AS name`` is a value, not a table: ``FROM name`` still reads the table of that
+    name. A CTE name is a plain identifier and never an internal table's (a CTE in one
+    subquery does not shadow a table read in another)."""
+    names = set()
+    for cte in tree.find_all(exp.CTE):
+        name = str(cte.alias_or_name)
+        if cte.args.get("scalar") or not isinstance(cte.this, exp.Query):
+            continue
+        if not _IDENTIFIER.match(name) or name in _INTERNAL:
+            raise ReadOnlyViolation(f"a CTE may not be named {name!r}")
+        names.add(name)
+    return names
+
+
 def _check_tree(tree: exp.Expr, allowed: frozenset[str]) -> None:
-    ctes = {str(cte.alias_or_name) for cte in tree.find_all(exp.CTE)}
+    ctes = _cte_names(tree)
     for node in tree.walk():
         if node.args.get("settings"):
             raise ReadOnlyViolation("SETTINGS are set by the service (limits are configurable there)")
@@ -166,11 +212,9 @@ def _check_in_set(node: exp.In, allowed: frozenset[str]) -> None:
     column. A qualified name must be a documented ``default.`` table; a plain one is a
     documented table, a CTE or a column, unless it names an internal table."""
     items = node.expressions if node.args.get("expressions") else [node.args.get("field")]
-    for item in items:
-        if not isinstance(item, exp.Column):
-            continue
+    for item in _set_names(items):
         parts = [p.name for p in item.parts]
-        if len(parts) == 1 and parts[0] not in _INTERNAL:
+        if len(parts) == 1 and parts[0] not in _INTERNAL and _IDENTIFIER.match(parts[0]):
             continue
         if len(parts) == 2 and parts[0] == "default" and parts[1] in allowed:
             continue
@@ -178,6 +222,20 @@ def _check_in_set(node: exp.In, allowed: frozenset[str]) -> None:
             f"IN {item.sql('clickhouse')}: after IN, a name must be a documented table or a CTE "
             "(a list of values is written IN (a, b))"
         )
+
+
+def _set_names(items: list[Any]) -> list[exp.Column]:
+    """The names on the right of IN, however deep in brackets and tuples (ClickHouse reads
+    ``1 IN ((system.one))`` as the table too), leaving subqueries to the table walk."""
+    found: list[exp.Column] = []
+    stack = [i for i in items if isinstance(i, exp.Expr)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, exp.Column):
+            found.append(item)
+        elif isinstance(item, exp.Paren | exp.Tuple):
+            stack.extend(c for c in item.iter_expressions() if not isinstance(c, exp.Query | exp.Subquery))
+    return found
 
 
 def _check_table(table: exp.Table, allowed: frozenset[str], ctes: set[str]) -> None:

@@ -15,7 +15,8 @@ INSERT_SETTINGS = (
     "date_time_input_format = 'best_effort', input_format_skip_unknown_fields = 1, "
     "input_format_json_named_tuples_as_objects = 1"
 )
-READ_SETTINGS = "output_format_json_quote_64bit_integers = 0, readonly = 1"
+READ_LANE_SETTINGS = "output_format_json_quote_64bit_integers = 0"
+"""Set on every read of chDB's read lanes, whose sessions are read-only (``readonly = 2``)."""
 
 
 @dataclass(frozen=True)

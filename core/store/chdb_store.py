@@ -22,7 +22,7 @@ from typing import Any
 
 from core.store.base import (
     INSERT_SETTINGS,
-    READ_SETTINGS,
+    READ_LANE_SETTINGS,
     QueryLimits,
     QueryResult,
     Store,
@@ -38,9 +38,19 @@ log = logging.getLogger(__name__)
 class _Lane:
     """One chDB connection; calls on it run one at a time, in a thread (chDB releases the GIL)."""
 
-    def __init__(self, connection: Any) -> None:
-        self.connection = connection
+    def __init__(self, connection: Any, read_only: bool = False) -> None:
+        self.read_only = read_only
+        self.connection = self._session(connection)
         self.lock = asyncio.Lock()
+
+    def _session(self, connection: Any) -> Any:
+        """A read lane's connection is read-only for good (``readonly = 2``: settings such as
+        the limits may still be set per statement, ``readonly`` itself not): whatever text
+        reaches it, a second statement smuggled past the SQL guard cannot write, though a
+        statement's own ``SETTINGS`` binds only to its last statement."""
+        if self.read_only:
+            connection.query("SET readonly = 2")
+        return connection
 
     async def renew(self, path: Path) -> None:
         """A fresh connection: one whose query failed or was killed can hand the rest of
@@ -48,7 +58,8 @@ class _Lane:
         import chdb
 
         async with self.lock:
-            old, self.connection = self.connection, await asyncio.to_thread(chdb.connect, str(path))
+            fresh = await asyncio.to_thread(lambda: self._session(chdb.connect(str(path))))
+            old, self.connection = self.connection, fresh
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(old.close)
 
@@ -76,7 +87,9 @@ class ChdbStore(Store):
         except Exception as exc:
             raise StoreError(f"cannot open chDB at {path}: {exc}") from exc
         self.path = path
-        self._write, self._background, self._control, *readers = (_Lane(c) for c in connections)
+        write, background, control, *reading = connections
+        self._write, self._background, self._control = _Lane(write), _Lane(background), _Lane(control)
+        readers = [_Lane(c, read_only=True) for c in reading]
         self._idle: asyncio.Queue[_Lane] = asyncio.Queue()
         for lane in readers:
             self._idle.put_nowait(lane)
@@ -106,7 +119,7 @@ class ChdbStore(Store):
     async def _read(self, sql: str, limits: QueryLimits | None, fmt: str) -> bytes:
         """Run a read-only statement on a free read lane; killed in chDB if the caller goes away."""
         tag = f"auditstream-read-{uuid.uuid4().hex}"
-        settings = f"{READ_SETTINGS}, log_comment = '{tag}'"
+        settings = f"{READ_LANE_SETTINGS}, log_comment = '{tag}'"
         if limits is not None:
             settings += ", " + limits.sql()
         self._waiting += 1
@@ -185,7 +198,7 @@ class ChdbStore(Store):
 
 
 _JSON_ROWS = "\nSETTINGS output_format_json_quote_64bit_integers = 0"
-"""A write-lane query's rows as JSON numbers (the read lanes set it in ``READ_SETTINGS``)."""
+"""A write-lane query's rows as JSON numbers (the read lanes set it in ``READ_LANE_SETTINGS``)."""
 
 
 def _insert_sql(table: str) -> str:

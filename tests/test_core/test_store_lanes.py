@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from core.store.base import QueryLimits, StoreBusy, StoreUnavailable
+from core.store.base import QueryLimits, StoreBusy, StoreError, StoreUnavailable
 from core.store.chdb_store import ChdbStore
 from core.store.http_store import HttpStore
 from core.store.server import create_store_app
@@ -188,3 +188,25 @@ async def test_a_store_that_stops_answering_ends_calls_and_a_slow_one_does_not()
         release.set()
         await remote.close()
         await server.close()
+
+
+async def test_a_read_lane_cannot_write_whatever_text_reaches_it(served: tuple[ChdbStore, HttpStore]) -> None:
+    """Defence behind the SQL guard: a read lane's session is read-only, so a statement
+    smuggled in before the last one (whose SETTINGS bind only to the last) writes nothing,
+    on every lane and after a lane is renewed."""
+    store, remote = served
+    limits = QueryLimits(max_execution_time_s=5)
+    for client in (store, remote, store):
+        with pytest.raises(StoreError, match="readonly"):
+            await client.query(
+                "SELECT 1; CREATE TABLE smuggled (x UInt8) ENGINE = Memory; SELECT 2",
+                read_only=True,
+                limits=limits,
+            )
+    lane = await store._idle.get()
+    await lane.renew(store.path)
+    store._idle.put_nowait(lane)
+    with pytest.raises(StoreError, match="readonly"):
+        await store.query("CREATE TABLE smuggled (x UInt8) ENGINE = Memory", read_only=True)
+    assert (await store.query("SELECT 2", read_only=True, limits=limits)).rows == [[2]]
+    assert not (await store.query("EXISTS TABLE smuggled")).rows[0][0]

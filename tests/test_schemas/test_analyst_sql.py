@@ -33,6 +33,11 @@ ALLOWED = [
     ("SELECT 'a' IN (kind) FROM alerts", None),  # a plain name: the column
     ("SELECT 1 IN default.alerts", None),
     ("WITH s AS (SELECT 1) SELECT 1 IN s", None),
+    ("WITH 5 AS k SELECT k + 1", "WITH 5 AS k SELECT k + 1"),
+    ("SELECT 1 IN ((1, 2), 3)", None),
+    ("SELECT dateDiff('day', toDate('2026-11-01'), toDate('2026-11-27'))", None),
+    ("SELECT EXTRACT(DAY FROM now())", None),
+    ("WITH recent AS (SELECT * FROM alerts) SELECT count() FROM recent", None),
 ]
 
 HOSTILE = [
@@ -104,6 +109,30 @@ HOSTILE = [
     "SELECT hasColumnInTable('system', 'users', 'name')",
     "SELECT getSettingOrDefault('readonly', 0)",
     "SELECT tcpPort()",
+    # a red-team of the guard: text sqlglot copies raw into its rendering
+    "SELECT toString(`1) AS a, getSetting('readonly') AS r --` => 1)",
+    "SELECT toString(`1) AS a; CREATE TABLE leak ENGINE = Memory AS SELECT 1; SELECT 1 --` => 1)",
+    "SELECT toString(`'x') AS x INTO OUTFILE '/tmp/guard-evil.txt' TRUNCATE FORMAT RawBLOB --` => 1)",
+    'SELECT toString("1) AS a, hostName() AS h --" => 1)',
+    "SELECT EXTRACT(`DAY FROM NOW()); CREATE DATABASE PROBE_UPPER; SELECT EXTRACT(DAY` FROM now())",
+    "SELECT DATE_DIFF(`DAY, now(), now()); DROP TABLE ALERTS; SELECT DATE_DIFF(DAY`, now(), now())",
+    # brackets and tuples after IN
+    "SELECT 1 IN ((system.one))",
+    "SELECT 1 GLOBAL NOT IN (((system.one)))",
+    "SELECT 1 IN (((system.one)), 2)",
+    "SELECT (999, 'x', t) IN ((schema_migrations)) FROM alerts",
+    "SELECT 'x' IN ((`/etc/passwd`))",
+    # a scalar WITH, or a CTE in another scope, named like a table outside the documented set
+    "WITH 1 AS schema_migrations SELECT * FROM schema_migrations",
+    'WITH 1 AS "/etc/passwd" SELECT * FROM "/etc/passwd"',
+    "SELECT * FROM schema_migrations WHERE 1 IN (WITH schema_migrations AS (SELECT 1) "
+    "SELECT * FROM schema_migrations)",
+    # one call that runs far past the time limit, and the rest of the deny-list
+    "SELECT editDistance(repeat('a', 65530), repeat('b', 65530))",
+    "SELECT arraySum(arrayMap(x -> levenshteinDistance('a', toString(x)), range(60)))",
+    "SELECT jaroWinklerSimilarity('a', 'b')",
+    "SELECT fullHostName()",
+    "SELECT logTrace('x')",
 ]
 
 
