@@ -27,7 +27,9 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
+from sqlglot.tokens import TokenType
 
 from schemas.sql import ReadOnlyViolation, load_migrations
 
@@ -65,6 +67,7 @@ FORBIDDEN_FUNCTIONS = frozenset(
         "damerauLevenshteinDistance", "jaroSimilarity", "jaroWinklerSimilarity",
         "stringJaccardIndex", "stringJaccardIndexUTF8",
         "levenshtein", "jarowinkler_similarity",  # sqlglot's names for editDistance, jaroWinkler...
+        "arrayLevenshteinDistance", "arrayLevenshteinDistanceWeighted", "arraySimilarity",
     )
 )  # fmt: skip
 """Functions refused wherever they appear (table or scalar): they leave the documented
@@ -78,6 +81,7 @@ _MIGRATION_OBJECT = re.compile(
     re.I,
 )
 _INTERNAL = frozenset({"schema_migrations"})
+_TOKENIZER = Dialect.get_or_raise("clickhouse")
 
 
 @cache
@@ -140,6 +144,7 @@ def _checked_rendering(tree: exp.Query, allowed: frozenset[str]) -> str:
     a comment hiding the rest. The rendering must parse to one statement that passes every
     check and renders to itself, else it is refused."""
     text = tree.sql(dialect="clickhouse", comments=False)
+    _plain_text_outside_quotes(text)
     try:
         again = [s for s in sqlglot.parse(text, read="clickhouse") if s is not None]
     except SqlglotError:
@@ -150,6 +155,28 @@ def _checked_rendering(tree: exp.Query, allowed: frozenset[str]) -> str:
     if again[0].sql(dialect="clickhouse", comments=False) != text:
         raise ReadOnlyViolation("the statement does not render the same twice (a quoting quirk)")
     return text
+
+
+_QUOTED = frozenset({TokenType.STRING, TokenType.IDENTIFIER})
+
+
+def _plain_text_outside_quotes(text: str) -> None:
+    """Outside string literals and quoted names, the text is printable ASCII. ClickHouse's
+    lexer skips zero-width spaces (U+200B, U+2060, U+FEFF ...) and reads curly quotes as
+    string quotes, where sqlglot reads both as letters of a name: ``a<U+200B>FROM<U+200B>
+    file(...)`` was one harmless name to the guard and a read of any file to ClickHouse."""
+    plain, pos = [], 0
+    for token in _TOKENIZER.tokenize(text):
+        if token.token_type in _QUOTED:
+            plain.append(text[pos : token.start])
+            pos = token.end + 1
+    plain.append(text[pos:])
+    odd = {c for c in "".join(plain) if not (" " <= c <= "~" or c in "\n\t")}
+    if odd:
+        shown = ", ".join(f"U+{ord(c):04X}" for c in sorted(odd))
+        raise ReadOnlyViolation(
+            f"characters outside quotes must be printable ASCII ({shown}); quote names and text"
+        )
 
 
 def _plain_name(table: exp.Table) -> str | None:

@@ -38,6 +38,7 @@ ALLOWED = [
     ("SELECT dateDiff('day', toDate('2026-11-01'), toDate('2026-11-27'))", None),
     ("SELECT EXTRACT(DAY FROM now())", None),
     ("WITH recent AS (SELECT * FROM alerts) SELECT count() FROM recent", None),
+    ("SELECT 'café \u2018quoted\u2019 \u200b' AS \"naïve\" FROM alerts", None),  # inside quotes: any text
 ]
 
 HOSTILE = [
@@ -133,6 +134,18 @@ HOSTILE = [
     "SELECT jaroWinklerSimilarity('a', 'b')",
     "SELECT fullHostName()",
     "SELECT logTrace('x')",
+    # a second red-team: characters ClickHouse skips or reads as quotes, sqlglot as letters
+    "SELECT line\u200bFROM\u200bfile('/etc/passwd', 'LineAsString')",
+    "SELECT name, value\u200bFROM\u200bsystem.settings\u200bWHERE\u200bchanged",
+    "SELECT name\u2060FROM\u2060system.tables",
+    "SELECT name\ufeffFROM\ufeffsystem.tables",
+    "SELECT name\u180eFROM\u180esystem.tables",
+    "SELECT getServerSetting\u200b('path')",
+    "WITH 'x' AS x SELECT x\u200bINTO\u200bOUTFILE\u200b\u2018pwn.py\u2019\u200bTRUNCATE"
+    "\u200bFORMAT\u200bTSVRaw",
+    "SELECT \u2018appended\u2019\u200bINTO\u200bOUTFILE\u200b\u2018f\u2019\u200bAPPEND",
+    "SELECT arrayLevenshteinDistance(range(150000), range(1, 150001))",
+    "SELECT arraySimilarity([1], [2], [1.], [1.])",
 ]
 
 
