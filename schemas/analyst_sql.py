@@ -101,8 +101,12 @@ def guard_analyst_sql(sql: str, tables: frozenset[str] | None = None) -> str:
     """The statement to run for ``sql``, or ReadOnlyViolation saying what is not allowed."""
     try:
         return _guard(sql, tables)
+    except ReadOnlyViolation:
+        raise
     except RecursionError:  # sqlglot parses and renders recursively: ~50 nested brackets
         raise ReadOnlyViolation("the statement nests too deeply to be checked") from None
+    except Exception:  # sqlglot's own assertions on syntax it half knows ('|>' pipes): fail closed
+        raise ReadOnlyViolation("the statement could not be checked as a ClickHouse SELECT") from None
 
 
 def _guard(sql: str, tables: frozenset[str] | None) -> str:

@@ -146,6 +146,7 @@ HOSTILE = [
     "SELECT \u2018appended\u2019\u200bINTO\u200bOUTFILE\u200b\u2018f\u2019\u200bAPPEND",
     "SELECT arrayLevenshteinDistance(range(150000), range(1, 150001))",
     "SELECT arraySimilarity([1], [2], [1.], [1.])",
+    "SELECT count() FROM alerts |> UNION ALL SELECT 1 FROM system.one",  # sqlglot asserted: a 500
 ]
 
 
