@@ -1,9 +1,11 @@
 """API keys, stored hashed in a small JSON file that ingest re-reads when it changes.
 
-A key has scopes: ``ingest`` (post events and read experiment configs; the key
-shipped inside an extension, so effectively public), ``read`` (run SQL) and
-``admin`` (create and stop experiments). Only SHA-256 hashes are stored;
-the key itself is shown once, at creation.
+A key has scopes: ``ingest`` (post the extension's events and read experiment configs; the
+key shipped inside an extension, so effectively public), ``crawler`` (post crawl events:
+SERP snapshots and autocomplete crawls, which an extension key must not be able to plant),
+``read`` (run SQL, reports, the board), ``admin`` (experiments, imports) and ``metrics``
+(scrape ``/metrics``, which names keys and counts per key). Only SHA-256 hashes are
+stored; the key itself is shown once, at creation.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ import orjson
 
 from core.errors import AuditstreamError
 
-SCOPES = ("ingest", "read", "admin")
+SCOPES = ("ingest", "crawler", "read", "admin", "metrics")
+
+PUBLIC_SCOPES = frozenset({"ingest"})
+"""The scopes a key shipped to volunteers may have: anyone who installs the extension reads it."""
 
 
 KEY_NAME = re.compile(r"[\w .:@/-]{1,64}")

@@ -9,7 +9,7 @@ from aiohttp import web
 from core.settings import Settings
 from core.store import Store, open_store
 from core.store.base import NoStore
-from ingest import board, experiments, handlers, importing, openapi, protocol_errors, reports
+from ingest import board, experiments, handlers, importing, key_info, openapi, protocol_errors, reports
 from ingest.api_keys import KeyFile
 from ingest.app_state import ARMS, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.metrics import IngestMetrics
@@ -55,6 +55,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     app.router.add_get("/readyz", handlers.readyz)
     app.router.add_get("/metrics", handlers.metrics)
     experiments.add_routes(app)
+    key_info.add_routes(app)
     board.add_routes(app, settings, store, in_process=in_process or not has_store_settings(settings))
     importing.add_routes(app)
     reports.add_routes(app)

@@ -34,6 +34,12 @@ class EventType:
     family: Family
     from_extension: bool = False
 
+    @property
+    def scope(self) -> str:
+        """The key scope that may post this type: the extension's key is public (it ships
+        inside the extension), so it must not be able to plant crawl data."""
+        return "ingest" if self.from_extension else "crawler"
+
 
 EVENT_TYPES: tuple[EventType, ...] = (
     EventType("serp_view", SerpView, EXTENSION, from_extension=True),
@@ -49,6 +55,9 @@ BY_NAME: dict[str, EventType] = {t.name: t for t in EVENT_TYPES}
 EVENT_MODELS: tuple[type[BaseModel], ...] = tuple(t.model for t in EVENT_TYPES)
 EXTENSION_TYPES: frozenset[str] = frozenset(t.name for t in EVENT_TYPES if t.from_extension)
 FAMILY_BY_TYPE: dict[str, Family] = {t.name: t.family for t in EVENT_TYPES}
+SCOPE_BY_TYPE: dict[str, str] = {t.name: t.scope for t in EVENT_TYPES}
+POSTING_SCOPES: tuple[str, ...] = tuple(dict.fromkeys(t.scope for t in EVENT_TYPES))
+"""The scopes that may post some event type (a key needs one of them for ``/v1/events``)."""
 
 AnyEvent: Any = Annotated[Union[EVENT_MODELS], Field(discriminator="type")]  # noqa: UP007
 """Any event, told apart by its ``type`` (for ``pydantic.TypeAdapter``)."""

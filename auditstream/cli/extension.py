@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 
 import typer
 
-from auditstream.cli.common import fail
+from auditstream.cli.common import DataDir, fail, load_settings
+from ingest.api_keys import PUBLIC_SCOPES, KeyFile
 
 app = typer.Typer(help="The volunteers' browser extension (extension/).", no_args_is_help=True)
 
@@ -32,7 +33,10 @@ _KEY = re.compile(r"^[A-Za-z0-9_.~+/=-]{8,256}$")
 @app.command()
 def build(
     study_url: Annotated[str, typer.Option(help="The study's ingest URL, e.g. https://study.example.org")],
-    key: Annotated[str, typer.Option(help="An ingest-scope API key (public: it ships inside the extension)")],
+    key: Annotated[
+        str,
+        typer.Option(help="An API key with the ingest scope only (public: it ships inside the extension)"),
+    ],
     experiment: Annotated[str, typer.Option(help="The experiment id the extension takes part in")],
     out: Annotated[Path, typer.Option(help="Folder to write the unpacked extension to (replaced)")],
     zip_: Annotated[
@@ -46,11 +50,14 @@ def build(
         bool,
         typer.Option("--test-marks", help="Mark identified elements with data-auditstream-* (tests only)"),
     ] = False,
+    data_dir: DataDir = None,
 ) -> None:
     """Write a ready-to-load extension for one deployment: its endpoint, key and experiment.
 
     Load it unpacked (chrome://extensions, Developer mode, Load unpacked) or distribute the
-    zip. The key must be an ingest-scope key: anyone who installs the extension can read it.
+    zip. The key must have the ingest scope and no other: anyone who installs the extension
+    can read it. Its scopes are looked up in the data directory's key file, or else asked of
+    the service at --study-url (``GET /v1/keys/self``); a key neither knows is refused.
     """
     parts = urlsplit(study_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -59,6 +66,15 @@ def build(
         raise fail("--key does not look like an API key", 2)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:=-]{0,63}", experiment):
         raise fail(f"--experiment {experiment!r} is not a valid experiment id", 2)
+    scopes = _key_scopes(key, study_url, data_dir)
+    if set(scopes) != set(PUBLIC_SCOPES):
+        extra = sorted(set(scopes) - PUBLIC_SCOPES)
+        raise fail(
+            f"--key has the scopes {', '.join(scopes)}: an extension ships its key to every volunteer, "
+            f"so it must have the ingest scope only{f' (not {extra})' if extra else ''}. Make one with "
+            "`auditstream keys create --name extension --scope ingest`",
+            2,
+        )
     try:
         consent = consent_file.read_text(encoding="utf-8").strip() if consent_file else DEFAULT_CONSENT
     except OSError as exc:
@@ -85,6 +101,32 @@ def build(
                 if path.is_file():
                     zf.write(path, path.relative_to(out).as_posix())
         typer.echo(f"and {archive}", err=True)
+
+
+def _key_scopes(key: str, study_url: str, data_dir: Path | None) -> tuple[str, ...]:
+    """The key's scopes: from the local key file when it is there, else from the service."""
+    import urllib.error
+    import urllib.request
+
+    local = KeyFile(load_settings(data_dir=data_dir).resolved_keys_file).lookup(key)
+    if local is not None:
+        return local.scopes
+    request = urllib.request.Request(
+        study_url.rstrip("/") + "/v1/keys/self", headers={"Authorization": f"Bearer {key}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return tuple(json.loads(resp.read())["scopes"])
+    except urllib.error.HTTPError as exc:
+        if exc.code == 401:
+            raise fail(f"the service at {study_url} does not know --key (or it was revoked)", 2) from None
+        raise fail(f"the service at {study_url} answered {exc.code} asking for the key's scopes", 2) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise fail(
+            f"cannot check the key's scopes: it is not in the data directory's key file and "
+            f"{study_url} did not answer ({type(exc).__name__}); build where either can be read",
+            2,
+        ) from None
 
 
 def _write(out: Path, config: dict[str, object], origin: str) -> None:

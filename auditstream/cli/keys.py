@@ -26,7 +26,12 @@ def create(
     ] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Create a key and print it once (ingest scope posts events; read scope runs SQL)."""
+    """Create a key and print it once.
+
+    Scopes: ingest posts the extension's events (the key an extension ships), crawler posts
+    crawl events (autocomplete and SERP crawls), read runs SQL, reports and the board, admin
+    manages experiments and imports, metrics scrapes /metrics.
+    """
     try:
         key, secret = _file(data_dir).create(name, tuple(scope or ("ingest",)))
     except KeyError_ as exc:

@@ -120,12 +120,16 @@ MARKS = """[...document.querySelectorAll('[data-auditstream-type]')].map(el => (
 """Every marked element in DOM (display) order: type, control rank, links, hidden."""
 
 
-def build_extension(out: Path, study_url: str, key: str, experiment: str, test_marks: bool = True) -> Path:
+def build_extension(
+    out: Path, study_url: str, key: str, experiment: str, data_dir: Path, test_marks: bool = True
+) -> Path:
+    """The extension built by the CLI; ``data_dir``'s key file must hold ``key`` (ingest scope)."""
     from typer.testing import CliRunner
 
     from auditstream.cli import app
 
     args = ["extension", "build", "--study-url", study_url, "--key", key, "--experiment", experiment]
+    args += ["--data-dir", str(data_dir)]
     result = CliRunner().invoke(app, [*args, "--out", str(out), *(["--test-marks"] if test_marks else [])])
     assert result.exit_code == 0, result.output
     return out

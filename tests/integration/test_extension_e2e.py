@@ -292,7 +292,7 @@ def test_a_volunteer_session_arrives_exactly_once_through_a_network_cut(tmp_path
                 engine_host(texts) as port,
             ):
                 extension = build_extension(
-                    tmp_path / "ext", f"http://127.0.0.1:{proxy.port}", key, EXPERIMENT
+                    tmp_path / "ext", f"http://127.0.0.1:{proxy.port}", key, EXPERIMENT, svc.data_dir
                 )
                 async with (
                     chromium(chromium_args(str(extension), port)) as browser,

@@ -16,6 +16,7 @@ import pytest
 
 from collectors.serp.parser import decode, parse_serp
 from collectors.serp.urls import normalize_url
+from ingest.api_keys import KeyFile
 from tests.chromium import chromium
 from tests.fakes.engine_host import (
     BUILD_STORED,
@@ -34,7 +35,8 @@ PAGES = {lab.name: (lab.engine, lab.html()) for lab in labels()}
 
 
 def test_the_test_build_marks_the_parsers_organic_results_on_every_real_page(tmp_path: Path) -> None:
-    extension = build_extension(tmp_path / "ext", "http://127.0.0.1:9", "ingest-key-unused", "marks")
+    _, key = KeyFile(tmp_path / "data" / "keys.json").create("extension", ("ingest",))
+    extension = build_extension(tmp_path / "ext", "http://127.0.0.1:9", key, "marks", tmp_path / "data")
 
     async def run() -> dict[str, list[dict]]:
         marks = {}
