@@ -18,7 +18,7 @@ from auditstream.cli import (
     simulate,
     up,
 )
-from auditstream.cli.common import console
+from auditstream.cli.common import fail
 
 app = typer.Typer(
     name="auditstream",
@@ -50,5 +50,5 @@ def main() -> None:
         app()
     except OSError as exc:  # a path the command cannot use (a file where a folder goes, say)
         where = f": {exc.filename}" if exc.filename else ""
-        console.print(f"[red]error:[/] {exc.strerror or exc}{where}")
+        fail(f"{exc.strerror or exc}{where}")
         raise SystemExit(1) from None

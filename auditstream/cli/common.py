@@ -1,4 +1,7 @@
-"""Shared CLI plumbing: settings from flags over environment, logging, errors."""
+"""Shared CLI plumbing: settings from flags over environment, logging, errors.
+
+Both consoles are built with ``emoji=False``: a stored ``:smile:`` is shown as stored,
+like every other value the CLI did not write itself (safe_text.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ from urllib.parse import urlsplit
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.text import Text
 
+from auditstream.cli.safe_text import markup_safe, printable
 from core.settings import Settings
 
 
@@ -19,9 +24,9 @@ def _message_console() -> Console:
     """Messages and progress on stderr. Redirected to a file or a log (no terminal, no
     COLUMNS), a line is not wrapped at rich's default of 80 columns, where it would break
     inside a path or a name."""
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=True, width=1000)
+        console = Console(stderr=True, emoji=False, width=1000)
     return console
 
 
@@ -58,16 +63,16 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         for err in exc.errors(include_input=False):
             field = ".".join(str(p) for p in err["loc"])
-            console.print(f"[red]bad setting {field}:[/] {err['msg']}")
+            console.print(f"[red]bad setting {markup_safe(field)}:[/] {markup_safe(err['msg'])}")
         raise typer.Exit(2) from None
 
 
 def result_console() -> Console:
     """A console for results on stdout: on a pipe or a file (no terminal, no COLUMNS), wide
     enough that tables are never cut at rich's default of 80 columns."""
-    console = Console()
+    console = Console(emoji=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(width=400)
+        console = Console(emoji=False, width=400)
     return console
 
 
@@ -80,12 +85,19 @@ def setup_logging(level: str = "INFO", on: Console | None = None) -> None:
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
     else:
+        from rich.console import ConsoleRenderable
         from rich.logging import RichHandler
+
+        class PrintableRichHandler(RichHandler):
+            """A crawler's log lines quote what engines answered: shown printable (safe_text.py)."""
+
+            def render_message(self, record: logging.LogRecord, message: str) -> ConsoleRenderable:
+                return super().render_message(record, printable(message, multiline=True))
 
         logging.basicConfig(
             level=getattr(logging, level.upper(), logging.WARNING),
             format="%(message)s",
-            handlers=[RichHandler(console=on, show_path=False)],
+            handlers=[PrintableRichHandler(console=on, show_path=False)],
         )
     for noisy in ("aiokafka", "faust", "mode"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
@@ -95,5 +107,8 @@ def setup_logging(level: str = "INFO", on: Console | None = None) -> None:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    console.print(f"[red]error:[/] {message}")
+    """Print ``message`` as an error and return the exit to raise. The message is plain
+    text, never markup: it often quotes a server's answer, a file or an exception, and is
+    shown with its control characters made visible (safe_text.py)."""
+    console.print(Text.assemble(("error:", "red"), " ", printable(message, multiline=True)))
     return typer.Exit(code)
