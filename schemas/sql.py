@@ -13,6 +13,11 @@ class ReadOnlyViolation(ValueError):
     """The statement is not one the analyst SQL endpoint runs (``schemas/analyst_sql.py``)."""
 
 
+class StatementTooLarge(ReadOnlyViolation):
+    """The statement is longer than the guard reads: parsing takes time in proportion to
+    (and more than) its length, so a long one is refused before it is parsed."""
+
+
 def quote(value: str) -> str:
     """Quote a string literal for ClickHouse."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
