@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from auditstream.cli.common import DataDir, base_url, console, fail, load_settings, setup_logging
+from auditstream.cli.safe_text import markup_safe, plain
 from collectors.common.metrics import serve as serve_metrics
 
 if TYPE_CHECKING:
@@ -107,30 +107,32 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, str, int, int], None] | 
 
         def update(engine: str, root: str, done: int, known: int) -> None:
             if (engine, root) not in bars:
-                bars[engine, root] = progress.add_task(f"{engine} {root}"[:48], total=known)
+                # the description is read as markup ("[bold]{task.description}")
+                bars[engine, root] = progress.add_task(markup_safe(f"{engine} {root}"[:48]), total=known)
             progress.update(bars[engine, root], completed=done, total=known)
 
         yield update
 
 
 def _print_summary(summary: CrawlSummary) -> None:
-    table = Table(title=f"crawl {summary.crawl_id}", title_justify="left")
+    table = Table(title=plain(f"crawl {summary.crawl_id}"), title_justify="left")
     for col in ("engine", "root", "nodes", "edges", "failed", "statuses", "done"):
         table.add_column(col)
     for r in summary.roots:
         statuses = " ".join(f"{k}={v}" for k, v in sorted(r.statuses.items()))
         done = ("yes" + (" (capped)" if r.capped else "")) if r.completed else "no"
-        table.add_row(r.engine, r.root, str(r.n_nodes), str(r.n_edges), str(r.n_failed), statuses, done)
+        table.add_row(*map(plain, (r.engine, r.root, r.n_nodes, r.n_edges, r.n_failed, statuses, done)))
     console.print(table)
     opened = {e: n for e, n in summary.breaker_opened.items() if n}
     if opened:
-        console.print(f"[yellow]circuit breaker opened: {opened}")
+        console.print(f"[yellow]circuit breaker opened: {markup_safe(opened)}")
     console.print(f"requests: {summary.requests}")
 
 
 def _describe(journal: CrawlJournal) -> str:
     done = sum(1 for _ in journal.of("node"))
-    return f"crawl {journal.params.crawl_id} (started {journal.params.created_at}, {done} nodes done)"
+    crawl, started = markup_safe(journal.params.crawl_id), markup_safe(journal.params.created_at)
+    return f"crawl {crawl} (started {started}, {done} nodes done)"
 
 
 RootsOpt = Annotated[
@@ -200,10 +202,10 @@ def _run_interruptible(work: Coroutine[Any, Any, R], interrupted: Callable[[], s
     try:
         return asyncio.run(work)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted; state saved{interrupted()}")
+        console.print(f"[yellow]interrupted; state saved{markup_safe(interrupted())}")
         raise typer.Exit(130) from None
     except CrawlError as exc:
-        raise fail(escape(str(exc))) from None
+        raise fail(str(exc)) from None
 
 
 @app.command()
@@ -295,7 +297,7 @@ def _crawl_hooks(current: dict[str, str], progress: bool) -> CrawlHooks:
         finished=_print_summary,
         already_done=already_done,
         progress=(lambda: _progress(True)) if progress else None,
-        notify=lambda message: console.print(f"[yellow]{message}"),
+        notify=lambda message: console.print(f"[yellow]{markup_safe(message)}"),
     )
 
 
@@ -314,15 +316,16 @@ def list_(
     for info in CrawlStore(states).list():
         kinds = Counter(r["kind"] for r in info.records())
         p = info.params
-        table.add_row(
+        cells = (
             p.crawl_id,
             p.created_at[:19],
             (info.finished_at or "")[:19],
             ",".join(f"{e}:{f}" for e, f in p.engines),
-            str(len(p.roots)),
-            str(kinds["node"]),
+            len(p.roots),
+            kinds["node"],
             f"{kinds['completed']}/{len(p.roots) * len(p.engines)}",
         )
+        table.add_row(*map(plain, cells))
     console.print(table)
 
 
@@ -378,7 +381,7 @@ def reparse(
         _deliver(events, post, out, url, api_key)
     except CrawlError as exc:
         raise fail(str(exc), 2) from None
-    console.print(f"{summary}; {len(events)} events {'posted' if post else 'written'}")
+    console.print(f"{markup_safe(summary)}; {len(events)} events {'posted' if post else 'written'}")
 
 
 def _deliver(events: list[dict[str, Any]], post: bool, out: str, url: str, api_key: str | None) -> None:
@@ -408,7 +411,7 @@ def _reparse_autocomplete(
     with CrawlStore(states).open(crawl_id) as journal:
         events = list(reparse_events(journal, archive, stats, as_crawl_id=as_crawl_id))
     for problem in stats.problems[:10]:
-        console.print(f"[yellow]{problem}")
+        console.print(f"[yellow]{markup_safe(problem)}")
     summary = (
         f"re-parsed {stats.nodes} nodes: {stats.changed} changed, {stats.unarchived} kept as recorded "
         "(no archived answer)"
@@ -435,7 +438,7 @@ def _reparse_serp(
                 f"--as-crawl-id {as_study_id!r}: {first['loc'][0]}: {first['msg']}"
             ) from None
     for problem in stats.problems[:10]:
-        console.print(f"[yellow]{problem}")
+        console.print(f"[yellow]{markup_safe(problem)}")
     summary = (
         f"re-parsed {stats.snapshots} snapshots of {stats.rounds} rounds: {stats.changed} changed, "
         f"{stats.unarchived} kept as recorded (no archived page)"
@@ -445,11 +448,12 @@ def _reparse_serp(
 
 def _print_round(report: RoundReport) -> None:
     statuses = Counter(report.statuses.values())
-    text = " ".join(f"{k}={v}" for k, v in sorted(statuses.items()))
+    text = markup_safe(" ".join(f"{k}={v}" for k, v in sorted(statuses.items())))
     colour = "" if set(statuses) == {"ok"} and not report.over_tolerance else "[yellow]"
     loaded = f", loaded within {report.load_skew_ms:.0f} ms" if report.load_skew_ms is not None else ""
+    round_id, query = markup_safe(report.round_id), markup_safe(repr(report.query))
     console.print(
-        f"{colour}{report.round_id} {report.query!r}: skew {report.skew_ms:.0f} ms{loaded} "
+        f"{colour}{round_id} {query}: skew {report.skew_ms:.0f} ms{loaded} "
         f"(launch {report.launch_skew_ms:.1f} ms, {report.late_ms:+.1f} ms after the slot) {text}"
     )
 
@@ -457,11 +461,11 @@ def _print_round(report: RoundReport) -> None:
 def _print_study(summary: StudySummary) -> None:
     statuses = summary.statuses()
     columns = sorted({s for c in statuses.values() for s in c})
-    table = Table(title=f"study {summary.study_id}: rounds per status", title_justify="left")
+    table = Table(title=plain(f"study {summary.study_id}: rounds per status"), title_justify="left")
     for col in ("profile", *columns):
-        table.add_column(col)
+        table.add_column(plain(col))
     for profile, counts in statuses.items():
-        table.add_row(profile, *(str(counts[c]) for c in columns))
+        table.add_row(plain(profile), *(str(counts[c]) for c in columns))
     if statuses:
         console.print(table)
     done = len(summary.rounds)
@@ -486,19 +490,20 @@ def _print_pages(summary: StudySummary) -> None:
             "(when each profile's page had finished loading)"
         )
     if late := summary.over_tolerance:
-        console.print(f"[yellow]{len(late)} rounds over the study's skew tolerance: {', '.join(late[:10])}")
+        rounds = markup_safe(", ".join(late[:10]))
+        console.print(f"[yellow]{len(late)} rounds over the study's skew tolerance: {rounds}")
     for profile, outcomes in sorted(summary.consent().items()):
-        text = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
-        console.print(f"consent walls met by {profile}: {text}")
+        text = markup_safe(", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items())))
+        console.print(f"consent walls met by {markup_safe(profile)}: {text}")
     for profile, steps in sorted(summary.history().items()):
-        text = ", ".join(f"{n} {status}" for status, n in sorted(steps.items()))
+        text = markup_safe(", ".join(f"{n} {status}" for status, n in sorted(steps.items())))
         colour = "" if set(steps) == {"ok"} else "[yellow]"
-        console.print(f"{colour}history steps of {profile}: {text}")
+        console.print(f"{colour}history steps of {markup_safe(profile)}: {text}")
     blocks = {p: c["captcha"] + c["blocked"] for p, c in summary.statuses().items()}
     if blocks := {p: n for p, n in blocks.items() if n}:
         console.print(
             f"[yellow]CAPTCHA or block pages (not retried within their round): "
-            f"{', '.join(f'{p} {n}' for p, n in sorted(blocks.items()))}"
+            f"{markup_safe(', '.join(f'{p} {n}' for p, n in sorted(blocks.items())))}"
         )
     if summary.unknown_layouts:
         console.print(
@@ -603,7 +608,7 @@ def serp(
         spec = load_study(study)
         endpoints = parse_pairs(endpoint or [], "endpoint", "=")
     except CrawlError as exc:
-        raise fail(escape(str(exc)), 2) from None
+        raise fail(str(exc), 2) from None
     if set(endpoints) - {spec.study.engine}:
         raise fail(f"--endpoint for {sorted(set(endpoints))}, but the study runs {spec.study.engine}", 2)
     states, archive = _crawler_dirs("serp", log_level, metrics_port, data_dir, state_dir, archive_dir)
@@ -629,7 +634,7 @@ async def _run_study(
             sink=sink,
             endpoint=endpoint,
             browser=browser,
-            notify=lambda m: console.print(f"[yellow]{escape(m)}"),
+            notify=lambda m: console.print(f"[yellow]{markup_safe(m)}"),
             on_round=_print_round,
             on_open=_print_opened,
         )
@@ -640,8 +645,8 @@ async def _run_study(
 def _print_opened(summary: StudySummary) -> None:
     finished = " (finished)" if summary.finished else ""
     console.print(
-        f"study {summary.study_id}: {len(summary.rounds)} of {summary.total_rounds} rounds recorded, "
-        f"{len(summary.missed)} missed{finished}"
+        f"study {markup_safe(summary.study_id)}: {len(summary.rounds)} of {summary.total_rounds} rounds "
+        f"recorded, {len(summary.missed)} missed{finished}"
     )
 
 
@@ -651,15 +656,16 @@ def _print_study_plan(spec: Study) -> None:
 
     grid = Grid.of(spec, spec.study.start or datetime.now(UTC) + timedelta(seconds=spec.lead(0)))
     roles = ", ".join(f"{p.id} ({p.role}{': ' + p.treatment if p.treatment else ''})" for p in spec.profiles)
-    console.print(f"study {spec.id} on {spec.study.engine}: {len(spec.queries)} queries, profiles {roles}")
+    study = markup_safe(f"study {spec.id} on {spec.study.engine}")
+    console.print(f"{study}: {len(spec.queries)} queries, profiles {markup_safe(roles)}")
     when = "" if spec.study.start else " if it started now"
     console.print(
         f"{spec.total_rounds} rounds, spacing {spec.study.spacing:g}s, round deadline "
         f"{spec.round_timeout:g}s, last slot {grid.end.isoformat()}{when}"
     )
     for k in range(min(spec.total_rounds, 5)):
-        query = spec.queries[grid.query_index(k)].text
-        console.print(f"  {grid.round_id(k)} at {grid.slot(k).isoformat()}: {query!r}")
+        query = markup_safe(repr(spec.queries[grid.query_index(k)].text))
+        console.print(f"  {markup_safe(grid.round_id(k))} at {grid.slot(k).isoformat()}: {query}")
     _print_history_plan(spec)
 
 
@@ -671,11 +677,11 @@ def _print_history_plan(spec: Study) -> None:
             continue
         if profile.carry_over_wait is not None:
             console.print(
-                f"{profile.id} ({profile.treatment}) searches each pair's first query "
+                f"{markup_safe(f'{profile.id} ({profile.treatment})')} searches each pair's first query "
                 f"{profile.carry_over_wait:g}s before the slot"
             )
             continue
-        console.print(f"{profile.id} before each pass (seconds before its first slot):")
+        console.print(f"{markup_safe(profile.id)} before each pass (seconds before its first slot):")
         for step in steps:
             click = f", then clicks result {step.click!r}" if step.click is not None else ""
-            console.print(f"  {-step.at:g}s: {step.kind} {step.target!r}{click}")
+            console.print(f"  {-step.at:g}s: {markup_safe(f'{step.kind} {step.target!r}{click}')}")
