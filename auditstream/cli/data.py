@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 
 from auditstream.cli.common import DataDir, ServiceUrl, console, fail, load_settings, result_console
+from auditstream.cli.safe_text import json_safe, markup_safe, plain
 
 db_app = typer.Typer(help="Manage the ClickHouse schema.", no_args_is_help=True)
 schema_app = typer.Typer(help="Event schemas for client authors.", no_args_is_help=True)
@@ -50,10 +51,12 @@ def call_api(url: str, api_key: str | None, method: str, path: str, body: Any = 
     except urllib.error.HTTPError as exc:
         raw = exc.read()
         try:
-            message = orjson.loads(raw).get("message", raw.decode())
+            answer = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            message = raw.decode(errors="replace")
-        raise fail(f"{exc.code}: {message}") from None
+            answer = None
+        text = raw.decode(errors="replace")
+        message = answer.get("message", text) if isinstance(answer, dict) else text
+        raise fail(f"{exc.code}: {message}") from None  # fail shows it as plain, printable text
     except urllib.error.URLError as exc:
         raise fail(f"cannot reach {url}: {exc.reason} (is `auditstream up` running?)") from None
 
@@ -65,7 +68,8 @@ def run_sql(url: str, api_key: str | None, sql: str) -> dict[str, Any]:
 def print_result(result: dict[str, Any], fmt: str, title: str | None = None) -> None:
     columns, rows = result["columns"], result["rows"]
     if fmt == "json":
-        sys.stdout.write(orjson.dumps([dict(zip(columns, r, strict=True)) for r in rows]).decode() + "\n")
+        records = [dict(zip(columns, r, strict=True)) for r in rows]
+        sys.stdout.write(json_safe(orjson.dumps(records).decode()) + "\n")
     elif fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf)
@@ -73,9 +77,12 @@ def print_result(result: dict[str, Any], fmt: str, title: str | None = None) -> 
         writer.writerows(rows)
         sys.stdout.write(buf.getvalue())
     elif fmt == "table":
-        table = Table(*columns, title=title)
+        # stored values, column names and titles as Text: never markup, controls made visible
+        table = Table(title=None if title is None else plain(title))
+        for column in columns:
+            table.add_column(plain(column))
         for r in rows:
-            table.add_row(*("" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v) for v in r))
+            table.add_row(*(plain("" if v is None else f"{v:.4f}" if isinstance(v, float) else v) for v in r))
         result_console().print(table)
     else:
         raise fail(f"unknown format {fmt!r}; use table, json or csv", 2)
@@ -135,4 +142,4 @@ def export(
         (out / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2))
     union = TypeAdapter(AnyEvent).json_schema()
     (out / "event.schema.json").write_text(json.dumps(union, indent=2))
-    console.print(f"wrote {len(EVENT_MODELS) + 1} schemas to {out}/")
+    console.print(f"wrote {len(EVENT_MODELS) + 1} schemas to {markup_safe(out)}/")

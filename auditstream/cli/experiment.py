@@ -12,6 +12,7 @@ import typer
 
 from auditstream.cli.common import fail
 from auditstream.cli.data import AdminKeyOpt, ApiKeyOpt, Format, Url, call_api, print_result
+from auditstream.cli.safe_text import json_safe, printable
 
 app = typer.Typer(help="Create, list, show and stop arrangement experiments.", no_args_is_help=True)
 
@@ -78,7 +79,7 @@ def create(
         "unit_mode": unit_mode,
     }
     created = call_api(url, api_key, "POST", "/v1/experiments", body)
-    typer.echo(orjson.dumps(created, option=orjson.OPT_INDENT_2).decode())
+    typer.echo(json_safe(orjson.dumps(created, option=orjson.OPT_INDENT_2).decode()))
 
 
 @app.command("list")
@@ -101,9 +102,8 @@ def show(
 ) -> None:
     """One experiment's full config (or, with --public, the config served to extensions)."""
     path = f"/v1/experiments/{experiment_id}" + ("/config" if public else "")
-    sys.stdout.write(
-        orjson.dumps(call_api(url, api_key, "GET", path), option=orjson.OPT_INDENT_2).decode() + "\n"
-    )
+    doc = call_api(url, api_key, "GET", path)
+    sys.stdout.write(json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()) + "\n")
 
 
 @app.command()
@@ -114,4 +114,4 @@ def stop(
 ) -> None:
     """Mark an experiment stopped (its data stays; SRM checks end; needs the admin scope)."""
     stopped = call_api(url, api_key, "POST", f"/v1/experiments/{experiment_id}/stop")
-    typer.echo(f"stopped {stopped['experiment_id']} (end {stopped['end']})")
+    typer.echo(f"stopped {printable(stopped['experiment_id'])} (end {printable(stopped['end'])})")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from auditstream.cli.common import console, fail, result_console
 from auditstream.cli.data import AdminKeyOpt, Url
+from auditstream.cli.safe_text import markup_safe, plain
 from collectors.common.http import ServiceUnreachable
 from collectors.importer import (
     ImportFailed,
@@ -113,7 +114,9 @@ def _recompute_stored(url: str, key: str, stats: ImportStats) -> None:
     try:
         _recompute(url, key, stats, tries=3)
     except (ImportFailed, OSError) as exc:
-        console.print(f"[yellow]the stored events' tables were not recomputed ({exc}); import again[/]")
+        console.print(
+            f"[yellow]the stored events' tables were not recomputed ({markup_safe(exc)}); import again[/]"
+        )
 
 
 def _recompute(url: str, key: str, stats: ImportStats, tries: int = 30) -> None:
@@ -139,7 +142,8 @@ def _print_summary(stats: ImportStats) -> None:
     ):
         table.add_row(name, f"{value:,}")
     for reason, n in sorted(stats.rejected.items()):
-        table.add_row(f"  rejected: {reason}", f"{n:,}")
+        table.add_row(plain(f"  rejected: {reason}"), f"{n:,}")
     result_console().print(table)
     for example in stats.examples[:10]:
-        console.print(f"line {example['line']}: {example['reason']} ({example['field'] or '-'})")
+        line, reason, field = example["line"], example["reason"], example["field"] or "-"
+        console.print(f"line {markup_safe(line)}: {markup_safe(reason)} ({markup_safe(field)})")

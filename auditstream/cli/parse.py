@@ -10,6 +10,7 @@ import orjson
 import typer
 
 from auditstream.cli.common import fail
+from auditstream.cli.safe_text import json_safe
 
 app = typer.Typer(help="Parse saved engine responses.", no_args_is_help=True)
 
@@ -41,7 +42,7 @@ def suggestions(
     except OSError as exc:
         raise fail(f"cannot read {file}: {exc}", 2) from None
     parsed = parse_response(fmt, body, http_status, query=query)
-    typer.echo(orjson.dumps(parsed.to_json(), option=orjson.OPT_INDENT_2).decode())
+    typer.echo(json_safe(orjson.dumps(parsed.to_json(), option=orjson.OPT_INDENT_2).decode()))
 
 
 @app.command()
@@ -68,4 +69,4 @@ def serp(
     except OSError as exc:
         raise fail(f"cannot read {file}: {exc}", 2) from None
     parsed = parse_serp(engine, body, http_status=http_status)
-    typer.echo(orjson.dumps(parsed.to_json(), option=orjson.OPT_INDENT_2).decode())
+    typer.echo(json_safe(orjson.dumps(parsed.to_json(), option=orjson.OPT_INDENT_2).decode()))

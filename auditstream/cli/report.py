@@ -14,6 +14,7 @@ from rich.table import Table
 from auditstream.cli import report_autocomplete
 from auditstream.cli.common import fail, result_console
 from auditstream.cli.data import ApiKeyOpt, Format, Url, call_api, print_result, run_sql
+from auditstream.cli.safe_text import json_safe, markup_safe, plain
 
 if TYPE_CHECKING:
     from analytics.reports.experiment import ReportQuery
@@ -78,7 +79,7 @@ def as_dicts(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+    sys.stdout.write(json_safe(orjson.dumps(doc).decode()) + "\n")
 
 
 @app.callback()
@@ -220,15 +221,16 @@ def _print_reweighting(doc: dict[str, Any], ranks: int) -> None:
     if not weighting:
         return
     console = result_console()
+    shown = {name: markup_safe(value) for name, value in weighting.items()}
     console.print(
-        f"reweighted to the target margins: {weighting['installs_raked']} of "
-        f"{weighting['installs_with_profile']} profiled installs raked, effective sample size "
-        f"{weighting['effective_sample_size']}, largest weight {weighting['max_weight']} "
+        f"reweighted to the target margins: {shown['installs_raked']} of "
+        f"{shown['installs_with_profile']} profiled installs raked, effective sample size "
+        f"{shown['effective_sample_size']}, largest weight {shown['max_weight']} "
         "(installs without answers keep weight 1); unweighted CTR:"
     )
     for row in doc["unweighted_arms"] or []:
         ctrs = " ".join(_cell(row, f"ctr_c{i}") for i in range(1, ranks + 1))
-        console.print(f"  {row['arm']}: {ctrs}")
+        console.print(f"  {markup_safe(row['arm'])}: {markup_safe(ctrs)}")
 
 
 def _cell(record: dict[str, Any], name: str) -> str:
@@ -254,32 +256,32 @@ def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
         "units",
         "installs",
         *(f"CTR c{i}" for i in range(1, ranks + 1)),
-        title=f"{title}: CTR with 95% CI",
+        title=plain(f"{title}: CTR with 95% CI"),
     )
     gap_table = Table(
         "arm",
         *(f"delta c{i}" for i in range(1, 4)),
         *(f"beta c{i}" for i in range(1, 4)),
-        title=f"performativity gap and algorithmic distortion against {doc['baseline']}",
+        title=plain(f"performativity gap and algorithmic distortion against {doc['baseline']}"),
     )
     for row in doc["arms"]:
         ctr_table.add_row(
-            row["arm"],
-            str(row["units"]),
-            str(row["installs"]),
-            *(_cell(row, f"ctr_c{i}") for i in range(1, ranks + 1)),
+            plain(row["arm"]),
+            plain(row["units"]),
+            plain(row["installs"]),
+            *(plain(_cell(row, f"ctr_c{i}")) for i in range(1, ranks + 1)),
         )
         if "delta_c1" in row:
             n = min(3, ranks)
             gap_table.add_row(
-                row["arm"], *(_cell(row, f"delta_c{i}") for i in range(1, n + 1)),
-                *(_cell(row, f"beta_c{i}") for i in range(1, n + 1)),
+                plain(row["arm"]), *(plain(_cell(row, f"delta_c{i}")) for i in range(1, n + 1)),
+                *(plain(_cell(row, f"beta_c{i}")) for i in range(1, n + 1)),
             )  # fmt: skip
     console.print(ctr_table)
     console.print(gap_table)
-    console.print(f"intervals: {doc['interval_guarantee']}")
+    console.print(f"intervals: {markup_safe(doc['interval_guarantee'])}")
     if bounds := doc.get("subset_bounds"):
-        console.print(f"quintile: {_bucket_range(bounds)}")
+        console.print(f"quintile: {markup_safe(_bucket_range(bounds))}")
     _print_reweighting(doc, ranks)
     columns = ["arm", "organic", "ad", "shopping_box", "ssr", "other"]
     shares = doc["element_shares"]
@@ -354,15 +356,14 @@ def timeline(
 
 
 def _print_timeline(doc: dict[str, Any], rank: int, title: str) -> None:
-    out = Table(
-        "window start (UTC)", "arm", "units", f"CTR c{rank}", f"delta c{rank}", f"beta c{rank}", title=title
-    )
+    headers = ("window start (UTC)", "arm", "units", f"CTR c{rank}", f"delta c{rank}", f"beta c{rank}")
+    out = Table(*headers, title=plain(title))
     for window in doc["windows"]:
         for row in window["arms"]:
             cells = [_cell(row, f"ctr_c{rank}")]
             for name in ("delta", "beta"):
                 cells.append(_cell(row, f"{name}_c{rank}") if f"{name}_c{rank}" in row else "-")
-            out.add_row(window["window_start"], row["arm"], str(row["units"]), *cells)
+            out.add_row(*map(plain, (window["window_start"], row["arm"], row["units"], *cells)))
     result_console().print(out)
 
 

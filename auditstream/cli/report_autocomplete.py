@@ -11,6 +11,7 @@ from rich.table import Table
 
 from auditstream.cli.common import fail, result_console
 from auditstream.cli.data import ApiKeyOpt, Format, Url, print_result, run_sql
+from auditstream.cli.safe_text import json_safe, plain
 
 TITLES = {
     "survival": "survival: suggestions by distinct days seen (RAI Fig. 6)",
@@ -81,7 +82,7 @@ def autocomplete(
             name: [dict(zip(r["columns"], row, strict=True)) for row in r["rows"]]
             for name, r in results.items()
         }
-        sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+        sys.stdout.write(json_safe(orjson.dumps(doc).decode()) + "\n")
     else:
         _print_tables(results, network)
 
@@ -109,7 +110,7 @@ def _print_churn_grid(result: dict[str, Any], network: str) -> None:
     for engine, grid in cells.items():
         ranks = sorted({rank for _, rank in grid})
         title = f"{engine}: mean churn by rank x depth (RAI Fig. 5) · {network}"
-        table = Table("depth", *(f"r{rank}" for rank in ranks), title=title)
+        table = Table("depth", *(f"r{rank}" for rank in ranks), title=plain(title))
         for depth in sorted({d for d, _ in grid}):
             table.add_row(
                 str(depth), *(f"{grid[(depth, r)]:.2f}" if (depth, r) in grid else "-" for r in ranks)
