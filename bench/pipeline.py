@@ -32,7 +32,7 @@ from schemas.wire import format_received_at
 from supervisor.broker import TansuBroker, free_port
 from supervisor.children import wait_http
 
-KEY = "bench-key-0123456789"
+KEY = "bench-key-0123456789-padded-to-35-chars"
 
 
 def make_bodies(n: int, experiment: str, seed: int) -> tuple[list[bytes], list[dict]]:

@@ -32,6 +32,9 @@ PUBLIC_SCOPES = frozenset({"ingest"})
 """The scopes a key shipped to volunteers may have: anyone who installs the extension reads it."""
 
 
+MIN_KEY_LENGTH = len("as_" + secrets.token_urlsafe(24))
+"""A key given by hand (``up --api-key``) is at least as long as the keys made here (35)."""
+
 KEY_NAME = re.compile(r"[\w .:@/-]{1,64}")
 """What a key's name may hold."""
 

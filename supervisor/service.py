@@ -20,6 +20,7 @@ from aiokafka.errors import KafkaError
 from rich.console import Console
 from rich.panel import Panel
 
+from core.data_lock import HELD_ENV
 from core.settings import Settings
 from ingest.api_keys import SCOPES
 from schemas.topics import all_topics
@@ -74,6 +75,7 @@ class Supervisor:
             await create_topics(bootstrap, all_topics(s.topic_prefix), s.partitions)
         self.env["AUDITSTREAM_KAFKA_BOOTSTRAP"] = bootstrap
         self.env["AUDITSTREAM_DATA_DIR"] = str(s.data_dir)
+        self.env[HELD_ENV] = str(s.data_dir.resolve())  # `up` holds its lock for its children
         self.env["AUDITSTREAM_PARTITIONS"] = str(s.partitions)
 
         if not s.clickhouse_url:
@@ -191,7 +193,8 @@ class Supervisor:
                         "restart the service or use Apache Kafka for long studies"
                     )
                     last_memory_note = now
-                (self.settings.run_dir / "broker.rss_mb").write_text(f"{rss:.1f}\n")
+                with contextlib.suppress(OSError):  # a full disk must not stop the supervisor
+                    (self.settings.run_dir / "broker.rss_mb").write_text(f"{rss:.1f}\n")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), 1.0)
 

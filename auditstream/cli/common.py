@@ -5,8 +5,10 @@ like every other value the CLI did not write itself (safe_text.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -53,6 +55,23 @@ DataDir = Annotated[
     Path | None,
     typer.Option("--data-dir", help="State directory \\[env: AUDITSTREAM_DATA_DIR, default: data]"),
 ]
+
+
+@contextlib.contextmanager
+def data_dir_held(settings: Settings, *, exclusive: bool) -> Iterator[None]:
+    """The data directory's lock for the command's whole run (``core/data_lock.py``), or a
+    clear error before anything is touched."""
+    from core.data_lock import DataDirHeld, hold
+
+    try:
+        lock = hold(settings.data_dir, exclusive=exclusive)
+        lock.__enter__()
+    except DataDirHeld as exc:
+        raise fail(str(exc), 2) from None
+    try:
+        yield
+    finally:
+        lock.__exit__(None, None, None)
 
 
 def load_settings(**overrides: Any) -> Settings:

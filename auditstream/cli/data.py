@@ -9,14 +9,25 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
 from rich.table import Table
 
-from auditstream.cli.common import DataDir, ServiceUrl, console, fail, load_settings, result_console
+from auditstream.cli.common import (
+    DataDir,
+    ServiceUrl,
+    console,
+    data_dir_held,
+    fail,
+    load_settings,
+    result_console,
+)
 from auditstream.cli.safe_text import json_safe, markup_safe, plain
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 db_app = typer.Typer(help="Manage the ClickHouse schema.", no_args_is_help=True)
 schema_app = typer.Typer(help="Event schemas for client authors.", no_args_is_help=True)
@@ -108,10 +119,15 @@ def migrate(
     ] = None,
 ) -> None:
     """Apply pending DDL migrations (idempotent). `auditstream up` does this at start."""
-    from core.store import StoreError, open_store
-    from schemas.migrate import migrate as run
 
     settings = load_settings(data_dir=data_dir, clickhouse_url=clickhouse_url)
+    with data_dir_held(settings, exclusive=False):
+        _migrate(settings)
+
+
+def _migrate(settings: Settings) -> None:
+    from core.store import StoreError, open_store
+    from schemas.migrate import migrate as run
 
     async def go() -> list[str]:
         store = open_store(settings)

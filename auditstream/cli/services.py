@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from auditstream.cli.common import DataDir, console, fail, load_settings, setup_logging
+from auditstream.cli.common import DataDir, console, data_dir_held, fail, load_settings, setup_logging
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -57,9 +57,6 @@ def ingest(
     log_level: LogLevel = "INFO",
 ) -> None:
     """Serve the HTTP intake: POST /v1/events, POST /v1/sql, /healthz, /readyz, /metrics."""
-    from aiohttp import web
-
-    from ingest.app import create_app
 
     settings = _service_settings(
         "ingest",
@@ -72,6 +69,15 @@ def ingest(
         clickhouse_url=clickhouse_url,
     )
     _use_uvloop()
+    with data_dir_held(settings, exclusive=False):
+        _serve_ingest(settings)
+
+
+def _serve_ingest(settings: Settings) -> None:
+    from aiohttp import web
+
+    from ingest.app import create_app
+
     web.run_app(
         create_app(settings),
         host=settings.host,
@@ -92,11 +98,6 @@ def worker(
     log_level: LogLevel = "INFO",
 ) -> None:
     """Consume the event topics and write raw rows and aggregates to ClickHouse."""
-    from faust.worker import Worker
-
-    from core.store import open_store
-    from streams.app import create_app
-    from streams.metrics import WorkerMetrics
 
     settings = _service_settings(
         "worker",
@@ -106,6 +107,17 @@ def worker(
         store_url=store_url,
         clickhouse_url=clickhouse_url,
     )
+    with data_dir_held(settings, exclusive=False):
+        _run_worker(settings, log_level)
+
+
+def _run_worker(settings: Settings, log_level: str) -> None:
+    from faust.worker import Worker
+
+    from core.store import open_store
+    from streams.app import create_app
+    from streams.metrics import WorkerMetrics
+
     metrics = WorkerMetrics.create()
     if settings.worker_metrics_port:
         from prometheus_client import start_http_server
@@ -123,14 +135,20 @@ def store(
     log_level: LogLevel = "INFO",
 ) -> None:
     """Own the chDB directory and serve it to the other processes on 127.0.0.1."""
+
+    setup_logging(log_level)
+    settings = load_settings(store_port=port, data_dir=data_dir)
+    with data_dir_held(settings, exclusive=False):
+        _serve_store(settings)
+
+
+def _serve_store(settings: Settings) -> None:
     from aiohttp import web
 
     from core.store.chdb_store import ChdbStore
     from core.store.server import create_store_app
     from schemas.migrate import migrate
 
-    setup_logging(log_level)
-    settings = load_settings(store_port=port, data_dir=data_dir)
     try:
         chdb = ChdbStore(settings.chdb_path, read_lanes=settings.store_read_lanes)
     except Exception as exc:

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from auditstream.cli.common import DataDir, fail, load_settings
-from ingest.api_keys import SCOPES, KeyFile
+from auditstream.cli.common import DataDir, data_dir_held, fail, load_settings
+from core.settings import Settings
+from ingest.api_keys import MIN_KEY_LENGTH, SCOPES, KeyFile
 from supervisor.broker import BrokerError
 from supervisor.service import Supervisor, run
 
@@ -49,6 +50,18 @@ def up(
         partitions=partitions,
         ingest_processes=ingest_processes,
     )
+    if api_key is not None and len(api_key) < MIN_KEY_LENGTH:
+        raise fail(
+            f"--api-key must be at least {MIN_KEY_LENGTH} characters, as long as the keys auditstream "
+            "makes (leave it out and `up` makes one; or `python3 -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))'`)",
+            2,
+        )
+    with data_dir_held(settings, exclusive=True):  # before anything in it is touched
+        _up(settings, api_key, demo, demo_events, demo_rate)
+
+
+def _up(settings: Settings, api_key: str | None, demo: bool, demo_events: int, demo_rate: float) -> None:
     keys = KeyFile(settings.resolved_keys_file)
     shown = None
     if api_key:

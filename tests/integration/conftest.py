@@ -25,7 +25,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     svc = start_up(
         root / "data",
         free_port(),
-        "test-key-0123456789",
+        "test-key-0123456789-padded-to-35-chars",
         env={
             "AUDITSTREAM_RATE_LIMIT_RPS": "100000",
             "AUDITSTREAM_RATE_LIMIT_BURST": "100000",

@@ -29,7 +29,7 @@ from tests.helpers import Service, own_service, wait_for, worker_metrics
 pytestmark = pytest.mark.integration
 
 TOTAL, BATCH, KILL_AFTER = 100_000, 500, 40_000
-KEY = "broker-kill-key-0123456789"
+KEY = "broker-kill-key-0123456789-padded-to-35-chars"
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ from tests.serp_labels import labels
 
 pytestmark = pytest.mark.integration
 
-KEY = "extension-e2e-admin-key-0123"
+KEY = "extension-e2e-admin-key-0123-padded-to-35-chars"
 EXPERIMENT = "ext-e2e"
 SALT = "e2e-salt-0123456789"
 ARMS = ["control", "swap_1_2", "swap_1_3", "swap_2_3", "hide_ads_box", "hide_box", "hide_ads_box_swap_1_2"]

@@ -37,7 +37,7 @@ from tests.helpers import Service, own_service, wait_for
 pytestmark = pytest.mark.integration
 
 BATCH, EXAMPLES = 25, int(os.environ.get("FUZZ_EXAMPLES", "420"))  # 10,500 requests
-KEY = "fuzz-key-0123456789abcdef"
+KEY = "fuzz-key-0123456789abcdef-padded-to-35-chars"
 ROUTES = [
     ("POST", "/v1/events"),
     ("POST", "/v1/sql"),

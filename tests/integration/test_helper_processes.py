@@ -13,7 +13,7 @@ import pytest
 from tests.helpers import http, own_service, wait_for
 
 pytestmark = pytest.mark.integration
-KEY = "helper-key-0123456789abcdef"
+KEY = "helper-key-0123456789abcdef-padded-to-35-chars"
 
 
 def children(pid: int) -> set[int]:

@@ -49,7 +49,9 @@ def count(svc: Service) -> int:
 
 
 def test_two_workers_split_and_take_over(tmp_path: Path) -> None:
-    svc = start_up(tmp_path / "data", free_port(), "split-key-0123456789", "--workers", "2")
+    svc = start_up(
+        tmp_path / "data", free_port(), "split-key-0123456789-padded-to-35-chars", "--workers", "2"
+    )
     frozen = None
     try:
         # Post once the group has settled (a rebalance mid-stream is the takeover part's job).

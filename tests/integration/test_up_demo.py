@@ -18,7 +18,7 @@ def test_up_demo_serves_and_stops_cleanly(tmp_path: Path) -> None:
     svc: Service = start_up(
         tmp_path / "data",
         port,
-        "demo-key-0123456789",
+        "demo-key-0123456789-padded-to-35-chars",
         "--demo",
         "--demo-events",
         "3000",
@@ -53,7 +53,8 @@ def test_up_demo_serves_and_stops_cleanly(tmp_path: Path) -> None:
     )
     # the demo experiment is registered, so the board's SRM panel has an allocation to test
     assert svc.scalar("SELECT count() FROM experiments WHERE experiment_id = 'demo'") == 1
-    assert http("GET", svc.url + "/metrics").status == 200
+    assert http("GET", svc.url + "/metrics").status == 401  # its counts per key are for a metrics key
+    assert http("GET", svc.url + "/metrics", headers={"Authorization": f"Bearer {svc.api_key}"}).status == 200
     worker_metrics = (tmp_path / "data" / "run" / "worker-0.metrics").read_text().strip()
     text = http("GET", worker_metrics).body
     assert "auditstream_sink_rows_total" in text and 'outcome="inserted"' in text
@@ -71,7 +72,9 @@ def test_up_demo_serves_and_stops_cleanly(tmp_path: Path) -> None:
 def test_two_ingest_processes_share_the_port_and_their_metrics(tmp_path: Path) -> None:
     from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 
-    svc = start_up(tmp_path / "data", free_port(), "multi-key-0123456789", "--ingest-processes", "2")
+    svc = start_up(
+        tmp_path / "data", free_port(), "multi-key-0123456789-padded-to-35-chars", "--ingest-processes", "2"
+    )
     try:
         assert (tmp_path / "data" / "run" / "ingest-1.pid").exists()
         batches = ExtensionTraffic(TrafficConfig(experiment_id="multi", seed=4)).batches(50, 1000)

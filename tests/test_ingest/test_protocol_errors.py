@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestServer
 
 from ingest import protocol_errors
 
-KEY = "probe-admin-key-0123456789"
+KEY = "probe-admin-key-0123456789-padded-to-35-chars"
 
 
 async def _raw(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
