@@ -66,15 +66,7 @@ def build(
         raise fail("--key does not look like an API key", 2)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:=-]{0,63}", experiment):
         raise fail(f"--experiment {experiment!r} is not a valid experiment id", 2)
-    scopes = _key_scopes(key, study_url, data_dir)
-    if set(scopes) != set(PUBLIC_SCOPES):
-        extra = sorted(set(scopes) - PUBLIC_SCOPES)
-        raise fail(
-            f"--key has the scopes {', '.join(scopes)}: an extension ships its key to every volunteer, "
-            f"so it must have the ingest scope only{f' (not {extra})' if extra else ''}. Make one with "
-            "`auditstream keys create --name extension --scope ingest`",
-            2,
-        )
+    _require_public_key(key, study_url, data_dir)
     try:
         consent = consent_file.read_text(encoding="utf-8").strip() if consent_file else DEFAULT_CONSENT
     except OSError as exc:
@@ -101,6 +93,19 @@ def build(
                 if path.is_file():
                     zf.write(path, path.relative_to(out).as_posix())
         typer.echo(f"and {archive}", err=True)
+
+
+def _require_public_key(key: str, study_url: str, data_dir: Path | None) -> None:
+    """Refuse a key with any scope beyond ingest: every volunteer gets a copy of it."""
+    scopes = _key_scopes(key, study_url, data_dir)
+    if set(scopes) != set(PUBLIC_SCOPES):
+        extra = sorted(set(scopes) - PUBLIC_SCOPES)
+        raise fail(
+            f"--key has the scopes {', '.join(scopes)}: an extension ships its key to every volunteer, "
+            f"so it must have the ingest scope only{f' (not {extra})' if extra else ''}. Make one with "
+            "`auditstream keys create --name extension --scope ingest`",
+            2,
+        )
 
 
 def _key_scopes(key: str, study_url: str, data_dir: Path | None) -> tuple[str, ...]:
