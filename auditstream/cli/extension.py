@@ -87,12 +87,16 @@ def build(
     _write(out, config, origin)
     typer.echo(f"wrote the extension for experiment {experiment} at {study_url} to {out}", err=True)
     if zip_:
-        archive = out.with_suffix(".zip")
-        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-            for path in sorted(out.rglob("*")):
-                if path.is_file():
-                    zf.write(path, path.relative_to(out).as_posix())
-        typer.echo(f"and {archive}", err=True)
+        typer.echo(f"and {_zip(out)}", err=True)
+
+
+def _zip(out: Path) -> Path:
+    archive = out.with_suffix(".zip")
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(out.rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(out).as_posix())
+    return archive
 
 
 def _require_public_key(key: str, study_url: str, data_dir: Path | None) -> None:
