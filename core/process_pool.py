@@ -82,6 +82,13 @@ class RestartingPool:
         self._pool = self._start(False)
         return True
 
+    def kill(self) -> None:
+        """End the pool's processes now: a call overran its time and will not give its process
+        back. The pool is then broken, and the next call starts another (as after a death)."""
+        processes = getattr(self._pool, "_processes", None) or {}
+        for process in list(processes.values()):
+            process.kill()
+
     def shutdown(self) -> None:
         self._closed = True
         if self._pool is not None:
