@@ -117,7 +117,9 @@ class Service:
         return int(text)
 
     def metric(self, name: str, labels: str = "") -> float:
-        text = http("GET", self.url + "/metrics").body
+        """The sum of a metric's samples from ``/metrics`` (``up`` gives its key every scope,
+        ``metrics`` among them)."""
+        text = http("GET", self.url + "/metrics", headers={"Authorization": f"Bearer {self.api_key}"}).body
         total = 0.0
         for line in str(text).splitlines():
             if line.startswith(name) and (not labels or labels in line):

@@ -167,7 +167,8 @@ def test_bad_input_table(lone_ingest: tuple[Service, TansuBroker]) -> None:
     assert len(messages) == n_good  # nothing from any rejected request or event
     blob = orjson.dumps(messages).decode() + (svc.data_dir / "ingest.log").read_text()
     assert SECRET_URL not in blob and SECRET_QUERY not in blob
-    metrics = http("GET", svc.url + "/metrics").body
+    _, scraper = KeyFile(svc.data_dir / "keys.json").create("scraper", ("metrics",))
+    metrics = http("GET", svc.url + "/metrics", headers={"Authorization": f"Bearer {scraper}"}).body
     forbidden = [
         line
         for line in metrics.splitlines()
