@@ -71,6 +71,13 @@ class Settings(BaseSettings):
     import_max_body_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="Largest chunk of JSON lines POST /v1/import accepts."
     )
+    body_read_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="A JSON request body must arrive whole within this (seconds), and a chunk sent "
+        "to POST /v1/import may go this long without a byte; else 408 body_timeout and the "
+        "connection is closed.",
+    )
     rate_limit_rps: float = Field(2000.0, gt=0, description="Requests per second per API key.")
     rate_limit_burst: int = Field(4000, ge=1, description="Burst size of the per-key limiter.")
     produce_timeout_s: float = Field(5.0, gt=0, description="Longest wait for Kafka acks.")

@@ -70,14 +70,24 @@ async def _body(request: web.Request) -> bytes:
         raise problem(415, "unsupported_media_type", "send Content-Type: application/x-ndjson")
     if request.content_length is not None and request.content_length > limit:
         raise problem(413, "body_too_large", f"a chunk may hold at most {limit} bytes")
+    # A chunk is large and may come slowly, so its deadline is on progress, not on the whole:
+    # no byte for body_read_timeout_s (a client that stalled, a chunked body that never ends)
+    # is a 408, and the connection is closed (ingest/middlewares.py).
+    idle_s = request.app[CONFIG].body_read_timeout_s
     parts: list[bytes] = []
     size = 0
-    async for part in request.content.iter_any():  # read() would return what is buffered so far
+    while True:
+        try:
+            async with asyncio.timeout(idle_s):
+                part = await request.content.readany()  # read() returns what is buffered so far
+        except TimeoutError:
+            raise problem(408, "body_timeout", f"no part of the body arrived for {idle_s:g} s") from None
+        if not part:
+            return b"".join(parts)
         size += len(part)
         if size > limit:
             raise problem(413, "body_too_large", f"a chunk may hold at most {limit} bytes")
         parts.append(part)
-    return b"".join(parts)
 
 
 async def post_import(request: web.Request) -> web.Response:

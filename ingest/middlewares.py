@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -23,6 +24,28 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CLIENT_CLOSED = 499
 """The status counted for a request whose client hung up before the answer (nginx's
 convention): not a 5xx, so the ingest-errors alert does not page for it."""
+REQUEST_TIMEOUT = 408
+"""A request whose body did not arrive in time (``body_timeout``): answered, then closed."""
+
+
+async def answer_and_close(request: web.Request, exc: web.HTTPException) -> web.StreamResponse:
+    """Send ``exc`` as the answer, then close the connection at once.
+
+    The rest of such a body may never come (a chunked body with no last chunk) or come a
+    byte at a time: aiohttp would otherwise read on for its lingering time (10 s) after
+    the answer, or keep the connection for the next request behind it. The answer is
+    written here, whole, before the connection is closed, so the client reads it.
+    """
+    kept = {k: v for k, v in exc.headers.items() if k.lower() in _KEPT_HEADERS}
+    response = web.Response(status=exc.status, body=exc.body, content_type="application/json", headers=kept)
+    response.force_close()  # "Connection: close"
+    try:
+        with contextlib.suppress(ConnectionError):  # the client left: nothing to tell it
+            await response.prepare(request)
+            await response.write_eof()
+    finally:
+        request.protocol.force_close()
+    return response
 
 
 @web.middleware
@@ -37,6 +60,8 @@ async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
         return response
     except web.HTTPException as exc:
         status = exc.status
+        if status == REQUEST_TIMEOUT:
+            return await answer_and_close(request, exc)
         if exc.content_type != "application/json":  # aiohttp's own (404, 405, 413...): as JSON
             kept = {k: v for k, v in exc.headers.items() if k.lower() in _KEPT_HEADERS}
             body = {"error": exc.reason.lower().replace(" ", "_"), "message": exc.reason}
