@@ -33,6 +33,17 @@ class Settings(BaseSettings):
     kafka_bootstrap: str = Field("", description="host:port list of an external Kafka cluster.")
     partitions: int = Field(6, ge=1, le=256, description="Partitions per event topic.")
     topic_prefix: str = Field("auditstream", description="Prefix of every topic name.")
+    kafka_cache_dir: Path | None = Field(
+        None,
+        description="Where Apache Kafka's jars are fetched with Maven, once per machine "
+        "(unset: ~/.cache/auditstream; supervisor/kafka_cluster.py).",
+    )
+    kafka_version: str | None = Field(
+        None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="The Apache Kafka release supervisor/kafka_cluster.py fetches and runs "
+        "(unset: its KAFKA_VERSION; deploy/kafka/README.md says which were tried).",
+    )
 
     # ClickHouse
     clickhouse_url: str = Field("", description="clickhouse://user:pass@host:9000/db of a ClickHouse server.")
