@@ -33,6 +33,12 @@ class Settings(BaseSettings):
     kafka_bootstrap: str = Field("", description="host:port list of an external Kafka cluster.")
     partitions: int = Field(6, ge=1, le=256, description="Partitions per event topic.")
     topic_prefix: str = Field("auditstream", description="Prefix of every topic name.")
+    topic_replication_factor: int | None = Field(
+        None,
+        ge=1,
+        description="Copies of each topic the service creates; unset: the cluster's brokers, at most 3 "
+        "(1 on the embedded tansu).",
+    )
     kafka_cache_dir: Path | None = Field(
         None,
         description="Where Apache Kafka's jars are fetched with Maven, once per machine "

@@ -63,16 +63,46 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-async def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
-    """Create the topics that do not exist yet."""
+MAX_REPLICATION = 3
+"""Copies of a topic when the replication factor is left to the cluster (Kafka's usual 3)."""
+
+
+async def create_topics(
+    bootstrap: str, topics: list[str], partitions: int, replication_factor: int | None = None
+) -> int | None:
+    """Create the topics that do not exist yet, each with ``replication_factor`` copies;
+    the factor used (None when every topic existed).
+
+    None (``AUDITSTREAM_TOPIC_REPLICATION_FACTOR`` unset) means one copy per broker the
+    cluster lists, at most ``MAX_REPLICATION``: 3 on a cluster of three or more, 1 on tansu.
+    Not -1 ("the broker's default.replication.factor"): that needs CreateTopics v4, and
+    aiokafka sends at most v3; and Kafka's own default is 1, which on a cluster turns the
+    loss of one broker into lost events or an outage.
+    """
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        new = [NewTopic(t, partitions, 1) for t in topics if t not in existing]
-        if new:
-            with contextlib.suppress(TopicAlreadyExistsError):
-                await admin.create_topics(new)
+        missing = [t for t in topics if t not in existing]
+        if not missing:
+            return None
+        if replication_factor is None:
+            cluster = await admin.describe_cluster()
+            replication_factor = max(1, min(len(cluster["brokers"]), MAX_REPLICATION))
+        new = [NewTopic(t, partitions, replication_factor) for t in missing]
+        try:
+            answer = await admin.create_topics(new)
+        except TopicAlreadyExistsError:
+            return replication_factor
+        # aiokafka returns the per-topic errors rather than raising them
+        failed = [
+            (e["topic"], e["error_code"], e.get("error_message"))
+            for e in answer.to_object()["topic_errors"]
+            if e["error_code"] not in (0, TopicAlreadyExistsError.errno)  # created meanwhile elsewhere
+        ]
+        if failed:
+            raise BrokerError(f"creating topics with {replication_factor} replicas failed: {failed}")
+        return replication_factor
     finally:
         await admin.close()
 

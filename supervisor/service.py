@@ -72,7 +72,8 @@ class Supervisor:
             (s.run_dir / "broker.addr").write_text(self.broker.bootstrap + "\n")
             bootstrap = self.broker.bootstrap
         else:
-            await create_topics(bootstrap, all_topics(s.topic_prefix), s.partitions)
+            topics, replication = all_topics(s.topic_prefix), s.topic_replication_factor
+            await create_topics(bootstrap, topics, s.partitions, replication)
         self.env["AUDITSTREAM_KAFKA_BOOTSTRAP"] = bootstrap
         self.env["AUDITSTREAM_DATA_DIR"] = str(s.data_dir)
         self.env[HELD_ENV] = str(s.data_dir.resolve())  # `up` holds its lock for its children
