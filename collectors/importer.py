@@ -4,8 +4,9 @@ Files are JSON lines (optionally gzipped, by the ``.gz`` suffix), Parquet (``.pa
 one column per event field) or ``-`` for JSON lines on standard input. Lines go to
 ``POST /v1/import`` in chunks of at most ``chunk_lines`` lines, two chunks in flight, so
 the service validates one while it stores the other. The days each chunk touched are
-collected and sent to ``POST /v1/import/recompute`` at the end, one request per day so
-progress can be shown, then each experiment's study-wide rows.
+collected and sent to ``POST /v1/import/recompute`` at the end, then each experiment's
+study-wide rows: the service recomputes them in the background, and its answers to
+``GET /v1/import/recompute/{id}`` show the progress.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ async def _post(
         try:
             async with session.post(url, data=body, headers={"Content-Type": content_type}) as resp:
                 text = await resp.read()
-                if resp.status == 200:
+                if resp.status in (200, 202):  # 202: a recompute, started
                     return orjson.loads(text)
                 if resp.status not in (429, 502, 503):
                     raise ImportFailed(f"{resp.status}: {text[:500].decode('utf-8', 'replace')}")
@@ -214,6 +215,10 @@ async def send_all(
             raise failure
 
 
+RECOMPUTE_BATCH = 1000
+"""Days (or studies) one recompute request may name (the service's ``MAX_RECOMPUTE``)."""
+
+
 async def recompute(
     url: str,
     api_key: str,
@@ -221,24 +226,81 @@ async def recompute(
     on_step: Callable[[], None] | None = None,
     tries: int = 30,
 ) -> None:
-    """Recompute each touched day, then each touched experiment's study-wide rows (each
-    request retried up to ``tries`` times, as ``_post``)."""
+    """Recompute each touched day, then each touched experiment's study-wide rows, in
+    requests of up to ``RECOMPUTE_BATCH``; ``on_step`` is called once per day or experiment
+    recomputed. A recompute that fails (the store restarted, the service stopped) is sent
+    again, ``tries`` times at most (recomputing is idempotent); each request is retried as
+    ``_post`` retries."""
     headers = {"Authorization": f"Bearer {api_key}"}
     endpoint = url.rstrip("/") + "/v1/import/recompute"
-    timeout = aiohttp.ClientTimeout(total=None, sock_read=3600)
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
+    days: list[dict[str, Any]] = [
+        {"experiment_id": e, "engine": g, "day_start": d} for e, g, d in sorted(spans)
+    ]
+    studies: list[dict[str, Any]] = [
+        {"experiment_id": e, "engine": g} for e, g in sorted({(e, g) for e, g, _ in spans})
+    ]
+    batches = [{"spans": days[i : i + RECOMPUTE_BATCH]} for i in range(0, len(days), RECOMPUTE_BATCH)]
+    batches += [
+        {"installs": studies[i : i + RECOMPUTE_BATCH]} for i in range(0, len(studies), RECOMPUTE_BATCH)
+    ]
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
-        for experiment_id, engine, day in sorted(spans):
-            span = {"experiment_id": experiment_id, "engine": engine, "day_start": day}
-            await _post(session, endpoint, orjson.dumps({"spans": [span]}), "application/json", tries)
+        for work in batches:  # every day before any study
+            await _recompute_until_done(session, endpoint, work, on_step, tries)
+
+
+async def _recompute_until_done(
+    session: aiohttp.ClientSession,
+    endpoint: str,
+    work: dict[str, Any],
+    on_step: Callable[[], None] | None,
+    tries: int,
+) -> None:
+    """Start one recompute and poll it until it is done; start it again when it failed or
+    the process that ran it is gone (a poll another process cannot answer: 404)."""
+    reported = 0
+    state: Any = None
+
+    def advance(done: int) -> None:
+        nonlocal reported
+        while reported < done:
+            reported += 1
             if on_step is not None:
                 on_step()
-        for experiment_id, engine in sorted({(e, g) for e, g, _ in spans}):
-            await _post(
-                session,
-                endpoint,
-                orjson.dumps({"installs": [{"experiment_id": experiment_id, "engine": engine}]}),
-                "application/json",
-                tries,
-            )
-            if on_step is not None:
-                on_step()
+
+    for _ in range(tries):
+        state = await _post(session, endpoint, orjson.dumps(work), "application/json", tries)
+        wait = 0.2
+        while state is not None and state["status"] == "running":
+            advance(state["done"])
+            await asyncio.sleep(wait)  # the next poll
+            wait = min(wait * 1.5, 2.0)
+            state = await _poll(session, f"{endpoint}/{state['id']}", tries)
+        if state is not None and state["status"] == "done":
+            advance(state["done"])
+            return
+        await asyncio.sleep(1.0)  # then send it again
+    failure = f"{state['error']}: {state['message']}" if state else "its state was lost"
+    raise ImportFailed(f"the recompute kept failing ({failure})")
+
+
+async def _poll(session: aiohttp.ClientSession, url: str, tries: int) -> Any:
+    """A recompute's state, or None when this service does not know it (404); retried on
+    429/503 and lost answers as ``_post`` is."""
+    delay = 0.5
+    for _ in range(tries):
+        try:
+            async with session.get(url) as resp:
+                text = await resp.read()
+                if resp.status == 200:
+                    return orjson.loads(text)
+                if resp.status == 404:
+                    return None
+                if resp.status not in (429, 502, 503):
+                    raise ImportFailed(f"{resp.status}: {text[:500].decode('utf-8', 'replace')}")
+                delay = float(resp.headers.get("Retry-After", delay))
+        except (TimeoutError, aiohttp.ClientError):
+            pass
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 10.0)
+    raise ImportFailed("the service kept answering 503 or hung up; try again later")
