@@ -84,8 +84,24 @@ def _utc_text(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+DAY_PATTERN = (
+    r"^(?:19[7-9][0-9]|20[0-9][0-9]|21[0-3][0-9]|214[0-8])-[0-9]{2}-[0-9]{2}$"
+    r"|^2149-(?:0[1-5]-[0-9]{2}|06-0[1-6])$"
+)
+"""``DATE_MIN`` to ``DATE_MAX`` for JSON Schema (with ``format: date``, which checks the day
+exists): what the validators below enforce, said where a client reads it."""
+
 Day = Annotated[
-    date, BeforeValidator(_calendar_day), AfterValidator(_in_date_range), PlainSerializer(date.isoformat)
+    date,
+    BeforeValidator(_calendar_day),
+    AfterValidator(_in_date_range),
+    PlainSerializer(date.isoformat),
+    Field(
+        json_schema_extra={
+            "pattern": DAY_PATTERN,
+            "description": f"A calendar day, YYYY-MM-DD, from {DATE_MIN} to {DATE_MAX}.",
+        }
+    ),
 ]
 """A calendar day: ``YYYY-MM-DD`` within ClickHouse's ``Date`` range."""
 
@@ -100,8 +116,38 @@ def _iso_text(value: Any) -> Any:
 
 _ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]")
 
+_CLOCK = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+_OFFSET = "(?:[01][0-9]|2[0-3]):[0-5][0-9]"
+TIMESTAMP_PATTERN = (
+    "^(?:"
+    # any moment of the days strictly inside the range, at any offset
+    "(?:1900-01-(?:0[2-9]|[12][0-9]|3[01])|1900-(?:0[2-9]|1[0-2])-[0-9]{2}"
+    "|19(?:0[1-9]|[1-9][0-9])-[0-9]{2}-[0-9]{2}|2[01][0-9]{2}-[0-9]{2}-[0-9]{2}"
+    "|22(?:[0-8][0-9]|9[0-8])-[0-9]{2}-[0-9]{2}|2299-(?:0[1-9]|1[01])-[0-9]{2}|2299-12-(?:[0-2][0-9]|30))"
+    rf"[Tt]{_CLOCK}(?:\.[0-9]+)?(?:[Zz]|[+-]{_OFFSET})"
+    # the first day at offsets that keep it in UTC, the last at offsets and milliseconds that do
+    rf"|1900-01-01[Tt]{_CLOCK}(?:\.[0-9]+)?(?:[Zz]|-{_OFFSET}|\+00:00)"
+    rf"|2299-12-31[Tt]{_CLOCK}(?:\.[0-9]{{1,3}})?(?:[Zz]|\+{_OFFSET}|-00:00)"
+    ")$"
+)
+"""JSON Schema's side of ``_in_time_range`` and the text pydantic reads, with ``format:
+date-time`` (which checks the day exists): an RFC 3339 timestamp in 1900-2299 (UTC). On the
+range's first and last day it admits only the offsets that keep the moment inside in UTC,
+and none of the days just outside that an offset brings inside: a little less than the
+service takes (``description`` says the exact rule)."""
+
 Timestamp = Annotated[
-    AwareDatetime, BeforeValidator(_iso_text), AfterValidator(_in_time_range), PlainSerializer(_utc_text)
+    AwareDatetime,
+    BeforeValidator(_iso_text),
+    AfterValidator(_in_time_range),
+    PlainSerializer(_utc_text),
+    Field(
+        json_schema_extra={
+            "pattern": TIMESTAMP_PATTERN,
+            "description": "An RFC 3339 timestamp with its offset, from 1900-01-01T00:00:00Z to "
+            "2299-12-31T23:59:59.999Z once in UTC (stored in UTC with milliseconds).",
+        }
+    ),
 ]
 """An aware timestamp within ``DateTime64(3)``'s range, stored in UTC with milliseconds."""
 
@@ -157,6 +203,13 @@ class SerpView(_PageContext):
 class Click(_PageContext):
     """One element of the page was clicked (the unit of the paper's click mode)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={  # _organic_needs_rank
+            "if": {"properties": {"element_type": {"const": "organic"}}, "required": ["element_type"]},
+            "then": {"properties": {"original_rank": {"type": "integer"}}, "required": ["original_rank"]},
+        }
+    )
+
     type: Literal["click"]
     element_type: Literal["organic", "ad", "shopping_box", "ssr", "other"]
     original_rank: Rank | None = None
@@ -182,6 +235,20 @@ class InstallProfile(_Event):
     and reweighting the panel (the paper's appendix C.3). Every answer is optional; a
     declined consent carries none. Nothing free-text, nothing identifying."""
 
+    model_config = ConfigDict(
+        json_schema_extra={  # _declined_answers_nothing
+            "if": {"properties": {"consent": {"const": "declined"}}, "required": ["consent"]},
+            "then": {
+                "properties": {
+                    "age_band": {"type": "null"},
+                    "search_languages": {"maxItems": 0},
+                    "country": {"type": "null"},
+                    "search_frequency": {"type": "null"},
+                }
+            },
+        }
+    )
+
     type: Literal["install_profile"]
     install_id: InstallId
     install_day: Day
@@ -189,7 +256,9 @@ class InstallProfile(_Event):
     experiment_id: Ident
     consent: Literal["given", "declined"]
     age_band: AgeBand | None = None
-    search_languages: Annotated[list[LanguageCode], Field(max_length=5)] = []
+    search_languages: Annotated[
+        list[LanguageCode], Field(max_length=5, json_schema_extra={"uniqueItems": True})
+    ] = []
     country: CountryCode | None = None
     """ISO 3166-1 alpha-2: the country the person searches from."""
     search_frequency: SearchFrequency | None = None

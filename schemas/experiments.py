@@ -22,17 +22,45 @@ class ExperimentConfig(BaseModel):
     engines: Annotated[list[Engine], Field(min_length=1, max_length=10)]
     arms: Annotated[
         dict[Ident, Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]],
-        Field(min_length=2, max_length=20),
+        Field(
+            min_length=2,
+            max_length=20,
+            json_schema_extra={  # the key pattern and _control_and_dates, for JSON Schema
+                "required": ["control"],
+                "additionalProperties": False,
+                "description": "Arm -> relative allocation weight; a 'control' arm is required and "
+                "the weights' sum must be a finite number.",
+            },
+        ),
     ]
     """Arm -> allocation weight, relative (normalised over an engine's arms, so their sum
     must be finite: 1e308 twice made every normalised weight 0). A number, never text or a
     boolean read as one."""
     salt: Annotated[str, Field(min_length=8, max_length=128)]
     start: Day
-    end: Day | None = None
+    end: Annotated[Day | None, Field(json_schema_extra={"description": "On or after start."})] = None
     """Calendar days (``YYYY-MM-DD``) within ClickHouse's ``Date`` range: a day it would clamp
     (0001-01-01 read back as 1970-01-01) is refused, as in the events."""
-    engine_arms: dict[Engine, Annotated[list[Ident], Field(min_length=2, max_length=20)]] = {}
+    engine_arms: Annotated[
+        dict[
+            Engine,
+            Annotated[
+                list[Ident],
+                Field(
+                    min_length=2,
+                    max_length=20,
+                    json_schema_extra={"contains": {"const": "control"}, "uniqueItems": True},
+                ),
+            ],
+        ],
+        Field(
+            json_schema_extra={
+                "additionalProperties": False,
+                "description": "Engine -> the arms it runs (control among them): each engine one "
+                "of engines, each arm one of arms.",
+            }
+        ),
+    ] = {}
     """Engines that run only some of the arms (the paper ran only swap 1-2 on Bing): engine ->
     its arms, control among them, each weighted as in ``arms``. Engines not listed run every
     arm."""
