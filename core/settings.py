@@ -70,6 +70,25 @@ class Settings(BaseSettings):
     sql_max_result_bytes: int = Field(
         64 * 1024**2, ge=1, description="Analyst SQL: most bytes in an answer (before JSON)."
     )
+    sql_max_statement_bytes: int = Field(
+        262_144,
+        ge=1024,
+        description="Analyst SQL: longest statement (UTF-8 bytes), refused with 413 before it is "
+        "parsed (ClickHouse's own max_query_size).",
+    )
+    sql_max_concurrent_per_key: int = Field(
+        2, ge=1, description="Analyst SQL: queries one key may have in flight (more: 429)."
+    )
+    sql_guard_processes: int = Field(
+        2, ge=1, le=16, description="Analyst SQL: processes per ingest process that check statements."
+    )
+    sql_guard_cpu_s: float = Field(
+        5.0,
+        gt=0,
+        description="Analyst SQL: most CPU seconds checking one statement may take (more: 400 "
+        "statement_too_complex); a statement waits at most twice this for a free checking process "
+        "(then 503 sql_guard_busy).",
+    )
     dedup_horizon_days: int = Field(
         7,
         ge=1,
@@ -101,11 +120,22 @@ class Settings(BaseSettings):
     replay_window_s: float = Field(
         120.0,
         ge=0,
-        description="Acknowledged events ingest keeps, and sends again when the broker comes back "
-        "after an outage (seconds; longer than the worker's lag; 0 = off).",
+        description="With unstored_limit_s 0: acknowledged events ingest keeps, and sends again when "
+        "the broker comes back after an outage (seconds; longer than the worker's lag; 0 = off).",
     )
     replay_max_bytes: int = Field(
-        256 * 1024 * 1024, ge=0, description="Most bytes of events kept for replay per ingest process."
+        256 * 1024 * 1024,
+        ge=0,
+        description="Most bytes of accepted events kept for replay per ingest process; with "
+        "unstored_limit_s, intake answers 503 storage_behind rather than keep more.",
+    )
+    unstored_limit_s: float = Field(
+        60.0,
+        ge=0,
+        description="Ingest keeps every accepted event until the worker stored it, and answers 503 "
+        "storage_behind (Retry-After) once one has waited this long (seconds): with a broker that "
+        "keeps events in memory (tansu), nothing answered 202 may depend on it alone. 0 = off "
+        "(a durable, replicated Kafka: events are kept replay_window_s only).",
     )
     retry_after_s: int = Field(5, ge=1, description="Retry-After sent with 503 answers.")
 
@@ -153,6 +183,16 @@ class Settings(BaseSettings):
         600.0, gt=0, description="How long a SERP round waits for its late snapshots (seconds)."
     )
     broker_memory_warn_mb: int = Field(2048, description="Warn when tansu's RSS passes this.")
+    broker_rotate_mb: int = Field(
+        1024,
+        ge=0,
+        description="Replace the embedded broker (tansu keeps every message in memory) once its RSS "
+        "passes this (MiB; 0 = never): intake pauses (503 broker_rotating), the worker stores "
+        "everything, then a fresh broker starts.",
+    )
+    broker_rotate_every_s: float = Field(
+        0.0, ge=0, description="Also replace the embedded broker this often (seconds; 0 = only by size)."
+    )
 
     @property
     def resolved_keys_file(self) -> Path:

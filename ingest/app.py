@@ -17,6 +17,7 @@ from ingest.middlewares import observe
 from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
 from ingest.registered_arms import RegisteredArms
+from schemas.topics import WORKER_GROUP
 
 
 def create_app(settings: Settings, store: Store | None = None) -> web.Application:
@@ -32,6 +33,9 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
         settings.produce_timeout_s,
         replay_window_s=settings.replay_window_s,
         replay_max_bytes=settings.replay_max_bytes,
+        worker_group=WORKER_GROUP,
+        unstored_limit_s=settings.unstored_limit_s,
+        run_dir=settings.run_dir,
     )
     in_process = store is not None
     if store is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
@@ -20,12 +21,13 @@ from core.store.base import QueryLimits, StoreBusy
 from ingest.api_keys import ApiKey
 from ingest.app_state import ARMS, BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
 from ingest.errors import problem
-from ingest.producer import BrokerUnavailable
+from ingest.producer import BrokerUnavailable, Paused, StorageBehind
 from ingest.registered_arms import without_unregistered
+from ingest.sql_guard_pool import checked, guard_for
 from ingest.validation import validate_batch, without_conflicting_ids
-from schemas.analyst_sql import guard_analyst_sql
+from schemas.analyst_sql import check_statement_size
 from schemas.event_types import FAMILY_BY_TYPE, POSTING_SCOPES, SCOPE_BY_TYPE
-from schemas.sql import ReadOnlyViolation
+from schemas.sql import StatementTooLarge
 from schemas.wire import format_received_at
 
 log = logging.getLogger(__name__)
@@ -78,9 +80,17 @@ async def read_json(request: web.Request) -> Any:
     if request.content_length is not None and request.content_length > config.max_body_bytes:
         raise problem(413, "body_too_large", f"body exceeds {config.max_body_bytes} bytes")
     try:
-        body = await request.read()
+        # A body that trickles in (a byte every few seconds) or never ends (chunked, no last
+        # chunk) would hold the connection for as long as the client likes: the whole body
+        # has a deadline, then 408 and the connection closes (ingest/middlewares.py).
+        async with asyncio.timeout(config.body_read_timeout_s):
+            body = await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise problem(413, "body_too_large", f"body exceeds {config.max_body_bytes} bytes") from None
+    except TimeoutError:
+        raise problem(
+            408, "body_timeout", f"the request body did not arrive within {config.body_read_timeout_s:g} s"
+        ) from None
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -114,6 +124,20 @@ async def post_events(request: web.Request) -> web.Response:
                 503,
                 "broker_unavailable",
                 "Kafka did not acknowledge the events; retry the whole request",
+                {"Retry-After": str(config.retry_after_s)},
+            ) from None
+        except Paused as exc:
+            metrics.rejected.labels("broker_rotating", key.name).inc(len(accepted))
+            raise problem(
+                503, "broker_rotating", f"{exc}; retry the whole request", {"Retry-After": "2"}
+            ) from None
+        except StorageBehind as exc:
+            metrics.rejected.labels("storage_behind", key.name).inc(len(accepted))
+            raise problem(
+                503,
+                "storage_behind",
+                f"the service cannot store events at the moment ({exc}); retry the whole request "
+                "after Retry-After seconds",
                 {"Retry-After": str(config.retry_after_s)},
             ) from None
         metrics.produce_latency.observe(seconds)
@@ -195,17 +219,27 @@ async def read_query(
 
 
 async def post_sql(request: web.Request) -> web.Response:
-    authorize(request, "read")
+    """Run one analyst statement. One over the size cap is refused before it is parsed; the
+    guard parses in processes of its own (``ingest/sql_guard_pool.py``), never in this event
+    loop; a key holds one of its few slots from the check until its answer is sent."""
+    key = authorize(request, "read")
+    config = request.app[CONFIG]
     doc = await read_json(request)
     sql = doc.get("sql") if isinstance(doc, dict) else None
     if not isinstance(sql, str):
         raise problem(400, "bad_request", 'send {"sql": "SELECT ..."}')
     try:
-        text = guard_analyst_sql(sql)
-    except ReadOnlyViolation as exc:
-        raise problem(400, "not_read_only", str(exc)) from None
-    result = await read_query(request, text, limits=request.app[CONFIG].sql_limits)
-    return json_response(result.to_json())
+        check_statement_size(sql, config.sql_max_statement_bytes)
+    except StatementTooLarge as exc:
+        raise problem(413, "statement_too_large", str(exc)) from None
+    guard = guard_for(request.app, config)
+    with guard.in_flight.slot(key.id, config.retry_after_s):
+        text = await checked(guard, sql, config.retry_after_s)
+        result = await read_query(request, text, limits=config.sql_limits)
+        response = json_response(result.to_json())
+        await response.prepare(request)  # sent within the slot: a slow reader still holds it
+        await response.write_eof()
+    return response
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -213,7 +247,8 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Ready means events can be accepted (the broker answers). The store's read lanes and
+    """Ready means events can be accepted: the broker answers and the worker is storing what was
+    accepted (else ``reason`` is broker_unavailable or storage_behind). The store's read lanes and
     the board's compute process ("starting" while it starts and warms its caches after a
     restart, then "ready" or "failed") are reported beside it: they slow the board, reports and
     analysts' SQL, not intake."""
@@ -221,18 +256,32 @@ async def readyz(request: web.Request) -> web.Response:
     state: dict[str, Any] = {"store": await request.app[STORE].status()}
     if BOARD_STATE in request.app:
         state["board"] = request.app[BOARD_STATE]()
-    if producer.ready:
-        return json_response({"ready": True, **state})
-    return json_response({"ready": False, "reason": producer.last_error, **state}, status=503)
+    if not producer.ready:
+        # the producer's error names the broker's address: it goes to the log, not the caller
+        reason = {
+            "reason": "broker_unavailable",
+            "message": "Kafka does not answer (the ingest log says why)",
+        }
+        return json_response({"ready": False, **reason, **state}, status=503)
+    if producer.paused:
+        reason = {"reason": "broker_rotating", "message": "the embedded broker is being replaced (seconds)"}
+        return json_response({"ready": False, **reason, **state}, status=503)
+    behind = producer.storage_behind
+    if behind:
+        reason = {
+            "reason": "storage_behind",
+            "message": f"{behind}; intake answers 503 until the worker catches up",
+        }
+        return json_response({"ready": False, **reason, **state}, status=503)
+    return json_response({"ready": True, **state})
 
 
 async def metrics(request: web.Request) -> web.Response:
+    """Prometheus metrics, for a key with the ``metrics`` scope: they name keys and count
+    requests per key, so they are not for whoever reaches the port."""
+    authorize(request, "metrics")
     m = request.app[METRICS]
-    producer = request.app[PRODUCER]
-    m.broker_up.set(1 if producer.ready else 0)
-    m.replay_retained.set(len(producer.retained))
-    m.replayed.set(producer.replayed)
-    m.replay_dropped.set(producer.retained.dropped)
+    m.observe_producer(request.app[PRODUCER])
     registry = m.registry
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # several ingest processes share a port
         registry = CollectorRegistry()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -19,6 +20,8 @@ class IngestMetrics:
     replay_retained: Gauge
     replayed: Gauge
     replay_dropped: Gauge
+    storage_behind: Gauge
+    unstored_oldest: Gauge
 
     @classmethod
     def create(cls) -> IngestMetrics:
@@ -81,4 +84,27 @@ class IngestMetrics:
                 registry=reg,
                 multiprocess_mode="sum",
             ),
+            storage_behind=Gauge(
+                "auditstream_ingest_storage_behind",
+                "1 while intake refuses events (503 storage_behind): the worker has not stored "
+                "accepted events for unstored_limit_s",
+                registry=reg,
+                multiprocess_mode="max",
+            ),
+            unstored_oldest=Gauge(
+                "auditstream_ingest_unstored_oldest_seconds",
+                "Seconds the oldest event this process accepted has waited to be stored",
+                registry=reg,
+                multiprocess_mode="max",
+            ),
         )
+
+    def observe_producer(self, producer: Any) -> None:
+        """The producer's state as gauges (read at each scrape)."""
+        self.broker_up.set(1 if producer.ready else 0)
+        self.replay_retained.set(len(producer.retained))
+        self.replayed.set(producer.replayed)
+        self.replay_dropped.set(producer.retained.dropped)
+        tracking = producer.worker_group is not None
+        self.storage_behind.set(1 if producer.storage_behind else 0)
+        self.unstored_oldest.set(producer.retained.oldest_age() if tracking else 0)

@@ -7,12 +7,18 @@ A request whose sends partly failed also gets 503: the client retries with the
 same event ids and the sink drops the copies (idempotent by event_id).
 
 The embedded broker (tansu) keeps everything in memory: if it dies, events it had
-acknowledged but the worker had not yet read are gone from it. Ingest answered 202 for
-them, so it keeps every acknowledged record for ``replay_window_s`` (bounded by
-``replay_max_bytes``) and sends them all again when the broker comes back after an
-outage. The worker drops the copies it already stored (deduplication by event_id).
-Not protected: ingest and the broker dying together, and records older than the window
-or beyond the byte bound (counted in ``auditstream_replay_dropped_records_total``).
+acknowledged but the worker had not yet stored are gone from it. Ingest answered 202 for
+them, so it keeps every acknowledged record until the worker's consumer group has
+committed past it (the worker commits a batch only once ClickHouse stored it), and sends
+every record still kept again when the broker comes back after an outage; the worker
+drops the copies it already stored (deduplication by event_id). So a record answered 202
+never depends on the broker's memory alone. What is kept is bounded: once the oldest
+unstored record has waited ``unstored_limit_s`` (the worker cannot store: disk full, store
+down) or the kept records reach ``replay_max_bytes``, intake refuses new events with 503
+``storage_behind`` until the worker catches up (backpressure, never a silent drop).
+With ``unstored_limit_s`` 0 (a durable, replicated Kafka) the worker's progress is not
+read and records are kept for ``replay_window_s`` only, as the broker keeps them anyway.
+Not protected: ingest and the broker dying together.
 """
 
 from __future__ import annotations
@@ -20,11 +26,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
-from aiokafka import AIOKafkaProducer
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
 
@@ -34,48 +44,107 @@ log = logging.getLogger(__name__)
 
 
 BUNDLE_BYTES = 256 * 1024  # well under Kafka's default 1 MB message limit
+PAUSE_FILE = "broker.pause"
+"""In the run directory while the embedded supervisor replaces the broker."""
 
 
 class BrokerUnavailable(AuditstreamError):
     """The events could not be acknowledged by Kafka; nothing should be reported accepted."""
 
 
+class StorageBehind(AuditstreamError):
+    """The worker has not stored what was accepted for too long: refuse more (backpressure)."""
+
+
+class Paused(AuditstreamError):
+    """The supervisor is replacing the broker (``pause_file`` exists): refuse for a moment."""
+
+
 Record = tuple[str, bytes, bytes]
 """(topic, key, value) of one event."""
 
+Marks = dict[tuple[str, int], int]
+"""The last offset per (topic, partition) of the messages holding a request's records."""
+
+
+@dataclass
+class Entry:
+    """The records of one acknowledged request, and where the broker put them (``None``: not
+    known, e.g. sent before the broker lost its log; such an entry counts as unstored)."""
+
+    at: float
+    records: Sequence[Record]
+    size: int
+    marks: Marks | None
+
 
 class Retained:
-    """Acknowledged records of the last ``window_s`` seconds, at most ``max_bytes`` of values."""
+    """Acknowledged records kept to be sent again: until stored (``track_progress``), else for
+    the last ``window_s`` seconds; at most ``max_bytes`` of values."""
 
-    def __init__(self, window_s: float, max_bytes: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        window_s: float,
+        max_bytes: int,
+        clock: Callable[[], float] = time.monotonic,
+        track_progress: bool = False,
+    ) -> None:
         self.window_s, self.max_bytes, self._clock = window_s, max_bytes, clock
-        self._items: deque[tuple[float, Sequence[Record], int]] = deque()
+        self.track_progress = track_progress
+        self._items: deque[Entry] = deque()
         self.bytes = 0
         self.dropped = 0
-        """Records pushed out by the byte bound before their window ended."""
+        """Records pushed out by the byte bound before their window ended (time window only:
+        with progress tracking, intake refuses new events instead)."""
 
-    def add(self, records: Sequence[Record]) -> None:
-        if self.window_s <= 0:
+    def add(self, records: Sequence[Record], marks: Marks | None = None) -> None:
+        if self.window_s <= 0 and not self.track_progress:
             return
         size = sum(len(v) for _, _, v in records)
-        self._items.append((self._clock(), records, size))
+        self._items.append(Entry(self._clock(), records, size, marks))
         self.bytes += size
         self.prune()
 
     def prune(self) -> None:
+        if self.track_progress:
+            return  # only the worker's progress frees a record (prune_stored)
         horizon = self._clock() - self.window_s
-        while self._items and (self._items[0][0] < horizon or self.bytes > self.max_bytes):
-            at, records, size = self._items.popleft()
-            self.bytes -= size
-            if at >= horizon:
-                self.dropped += len(records)
+        while self._items and (self._items[0].at < horizon or self.bytes > self.max_bytes):
+            entry = self._items.popleft()
+            self.bytes -= entry.size
+            if entry.at >= horizon:
+                self.dropped += len(entry.records)
+
+    def partitions(self) -> set[tuple[str, int]]:
+        """The partitions whose progress decides what can be let go."""
+        return {tp for e in self._items if e.marks for tp in e.marks}
+
+    def prune_stored(self, committed: Marks) -> None:
+        """Let go of every entry whose messages the worker's group committed past (stored)."""
+        kept: deque[Entry] = deque()
+        for entry in self._items:
+            if entry.marks is not None and all(committed.get(tp, -1) > o for tp, o in entry.marks.items()):
+                self.bytes -= entry.size
+            else:
+                kept.append(entry)
+        self._items = kept
+
+    def oldest_age(self) -> float:
+        """Seconds the oldest kept (with progress tracking: unstored) record has waited."""
+        return self._clock() - self._items[0].at if self._items else 0.0
+
+    def forget_marks(self) -> list[Entry]:
+        """Every entry, each now of unknown place: the broker lost its log."""
+        for entry in self._items:
+            entry.marks = None
+        return list(self._items)
 
     def records(self) -> list[Record]:
         self.prune()
-        return [r for _, records, _ in self._items for r in records]
+        return [r for e in self._items for r in e.records]
 
     def __len__(self) -> int:
-        return sum(len(records) for _, records, _ in self._items)
+        return sum(len(e.records) for e in self._items)
 
 
 class EventProducer:
@@ -86,9 +155,25 @@ class EventProducer:
         probe_every_s: float = 1.0,
         replay_window_s: float = 120.0,
         replay_max_bytes: int = 256 * 1024 * 1024,
+        worker_group: str | None = None,
+        unstored_limit_s: float = 0.0,
+        run_dir: Path | None = None,
     ) -> None:
         self.bootstrap = bootstrap
-        self.retained = Retained(replay_window_s, replay_max_bytes)
+        self.run_dir = run_dir
+        """Where the embedded supervisor asks for a pause (``broker.pause``) and reads this
+        process's state (``ingest-state-<pid>.json``) before it replaces the broker."""
+        self.paused = False
+        self._pause_task: asyncio.Task[None] | None = None
+        self.worker_group = worker_group if unstored_limit_s > 0 else None
+        self.unstored_limit_s = unstored_limit_s
+        self.retained = Retained(
+            replay_window_s, replay_max_bytes, track_progress=self.worker_group is not None
+        )
+        self._progress: AIOKafkaConsumer | None = None
+        self._progress_task: asyncio.Task[None] | None = None
+        self.progress_error = ""
+        """Why the worker's progress could not be read last time ("" when it could)."""
         self.replayed = 0
         """Records sent again after broker outages (since start)."""
         self._outage = False
@@ -103,7 +188,7 @@ class EventProducer:
         self.last_error = "not connected yet"
         self._partition_counts: dict[str, int] = {}
         self._partition_cache: dict[tuple[str, bytes], int] = {}
-        self._pending: list[tuple[Sequence[tuple[str, bytes, bytes]], asyncio.Future[None]]] = []
+        self._pending: list[tuple[Sequence[tuple[str, bytes, bytes]], asyncio.Future[Marks]]] = []
         self._wake = asyncio.Event()
         self._sender: asyncio.Task[None] | None = None
         self._settling: set[asyncio.Future[None]] = set()
@@ -111,6 +196,23 @@ class EventProducer:
     @property
     def ready(self) -> bool:
         return self._producer is not None and self._healthy
+
+    @property
+    def storage_behind(self) -> str:
+        """Why intake must refuse new events while the worker catches up ("" when it need not)."""
+        if self.worker_group is None:
+            return ""
+        age = self.retained.oldest_age()
+        if age > self.unstored_limit_s:
+            limit = self.unstored_limit_s
+            return (
+                f"an accepted event has waited {age:.0f} s to be stored (limit {limit:.0f} s): "
+                "the worker cannot store (disk full? store down?)"
+            )
+        if self.retained.bytes >= self.retained.max_bytes:
+            waiting, limit = self.retained.bytes, self.retained.max_bytes
+            return f"{waiting} bytes of accepted events wait to be stored (limit {limit})"
+        return ""
 
     def _new(self) -> AIOKafkaProducer:
         return AIOKafkaProducer(
@@ -127,6 +229,78 @@ class EventProducer:
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="kafka-producer")
         self._sender = asyncio.create_task(self._coalesce(), name="kafka-coalescer")
+        if self.worker_group is not None:
+            self._progress_task = asyncio.create_task(self._track_progress(), name="worker-progress")
+        if self.run_dir is not None and self.worker_group is not None:
+            self._pause_task = asyncio.create_task(self._follow_pause(self.run_dir), name="broker-pause")
+
+    async def _follow_pause(self, run_dir: Path) -> None:
+        """Refuse new events while the supervisor's ``broker.pause`` exists, and say how many
+        accepted events are still unstored, so that it replaces the broker (tansu keeps
+        everything in memory) only once the worker stored everything."""
+        flag, state = run_dir / PAUSE_FILE, run_dir / f"ingest-state-{os.getpid()}.json"
+        written = 0.0
+        try:
+            while True:
+                self.paused = flag.exists()
+                if self.paused or time.monotonic() - written >= 1.0:  # 4 a second while paused
+                    written = time.monotonic()
+                    doc = {
+                        "pid": os.getpid(),
+                        "paused": self.paused,
+                        "unstored": len(self.retained),
+                        "at": time.time(),
+                    }
+                    with contextlib.suppress(OSError):  # a full disk must not stop intake
+                        tmp = state.with_suffix(".tmp")
+                        tmp.write_bytes(orjson.dumps(doc))
+                        tmp.replace(state)
+                await asyncio.sleep(0.25)
+        finally:
+            with contextlib.suppress(OSError):
+                state.unlink()
+
+    async def _track_progress(self) -> None:
+        """Every second, let go of the kept records the worker's group has committed past.
+
+        A consumer of the worker's group that subscribes to nothing never joins the group;
+        it only reads the group's committed offsets (OffsetFetch), which tansu and Kafka
+        both answer (tansu does not answer the admin client's form of it)."""
+        while True:
+            await asyncio.sleep(self.probe_every_s)
+            partitions = self.retained.partitions()
+            if not partitions:
+                continue
+            try:
+                if self._progress is None:
+                    consumer = AIOKafkaConsumer(
+                        bootstrap_servers=self.bootstrap,
+                        group_id=self.worker_group,
+                        enable_auto_commit=False,
+                        request_timeout_ms=max(1000, int(self.timeout_s * 1000)),
+                    )
+                    try:
+                        await asyncio.wait_for(consumer.start(), self.timeout_s)
+                    except BaseException:
+                        with contextlib.suppress(Exception):
+                            await consumer.stop()
+                        raise
+                    self._progress = consumer
+                committed: Marks = {}
+                for topic, partition in sorted(partitions):
+                    offset = await asyncio.wait_for(
+                        self._progress.committed(TopicPartition(topic, partition)), self.timeout_s
+                    )
+                    if offset is not None:
+                        committed[(topic, partition)] = offset
+                self.retained.prune_stored(committed)
+                self.progress_error = ""
+            except (KafkaError, OSError, TimeoutError) as exc:
+                self.progress_error = f"cannot read the worker's progress: {exc!r}"
+                if self._progress is not None:
+                    with contextlib.suppress(Exception):
+                        await self._progress.stop()
+                    self._progress = None
 
     async def _run(self) -> None:
         while True:
@@ -181,17 +355,22 @@ class EventProducer:
         """Send (topic, key, value) records; return seconds until all were acked."""
         if not self.ready or self._producer is None:
             raise BrokerUnavailable(self.last_error or "broker unavailable")
+        if self.paused:
+            raise Paused("the embedded broker is being replaced; events are accepted again in seconds")
+        behind = self.storage_behind
+        if behind:
+            raise StorageBehind(behind)
         started = time.perf_counter()
-        await self._send(records)
-        self.retained.add(records)
+        marks = await self._send(records)
+        self.retained.add(records, marks)
         return time.perf_counter() - started
 
-    async def _send(self, records: Sequence[Record]) -> None:
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    async def _send(self, records: Sequence[Record]) -> Marks:
+        done: asyncio.Future[Marks] = asyncio.get_running_loop().create_future()
         self._pending.append((records, done))
         self._wake.set()
         try:
-            await asyncio.wait_for(asyncio.shield(done), timeout=self.timeout_s)
+            return await asyncio.wait_for(asyncio.shield(done), timeout=self.timeout_s)
         except (KafkaError, OSError, TimeoutError, BrokerUnavailable) as exc:
             self._healthy = False
             self._outage = True
@@ -229,6 +408,20 @@ class EventProducer:
 
     async def _replay(self) -> None:
         """Send every retained record again, after an outage (the broker may have lost them)."""
+        if self.retained.track_progress:
+            entries = self.retained.forget_marks()
+            if not entries:
+                return
+            count = sum(len(e.records) for e in entries)
+            log.warning("Kafka is back: sending the %d accepted events not yet stored again", count)
+            try:
+                for entry in entries:
+                    entry.marks = await self._send(entry.records)
+            except BrokerUnavailable:
+                log.warning("replay interrupted by another outage; it starts over when Kafka is back")
+                return
+            self.replayed += count
+            return
         records = self.retained.records()
         if not records:
             return
@@ -295,28 +488,30 @@ class EventProducer:
     async def _send_cycle(
         self,
         producer: AIOKafkaProducer,
-        pending: list[tuple[Sequence[tuple[str, bytes, bytes]], asyncio.Future[None]]],
+        pending: list[tuple[Sequence[tuple[str, bytes, bytes]], asyncio.Future[Marks]]],
     ) -> None:
         grouped: dict[tuple[str, int], list[tuple[bytes, bytes, int]]] = defaultdict(list)
         for index, (records, _) in enumerate(pending):
             for topic, partition, key, value in await self._bundles(producer, records):
                 grouped[(topic, partition)].append((key, value, index))
-        waits: list[list[asyncio.Future[object]]] = [[] for _ in pending]
+        waits: list[list[tuple[asyncio.Future[object], int]]] = [[] for _ in pending]
         for (topic, partition), items in grouped.items():
             batch = producer.create_batch()
             owners: set[int] = set()
             for key, value, index in items:
                 if batch.append(key=key, value=value, timestamp=None) is None:
+                    count = batch.record_count()
                     future = await producer.send_batch(batch, topic, partition=partition)
                     for owner in owners:
-                        waits[owner].append(future)
+                        waits[owner].append((future, count))
                     batch, owners = producer.create_batch(), set()
                     batch.append(key=key, value=value, timestamp=None)
                 owners.add(index)
+            count = batch.record_count()
             future = await producer.send_batch(batch, topic, partition=partition)
             for owner in owners:
-                waits[owner].append(future)
-        for future in {id(f): f for fs in waits for f in fs}.values():
+                waits[owner].append((future, count))
+        for future in {id(f): f for fs in waits for f, _ in fs}.values():
             future.add_done_callback(self._check_offset)
         for (_, done), futures in zip(pending, waits, strict=True):
             task = asyncio.ensure_future(_settle(done, futures))
@@ -324,23 +519,35 @@ class EventProducer:
             task.add_done_callback(self._settling.discard)
 
     async def stop(self) -> None:
-        for task in (self._task, self._sender, self._replaying):
+        for task in (self._task, self._sender, self._replaying, self._progress_task, self._pause_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self._progress is not None:
+            with contextlib.suppress(Exception):
+                await self._progress.stop()
+            self._progress = None
         if self._producer is not None:
             await self._producer.stop()
             self._producer = None
 
 
-async def _settle(done: asyncio.Future[None], futures: list[asyncio.Future[object]]) -> None:
-    """Resolve a request once every batch holding its records is acknowledged."""
+async def _settle(done: asyncio.Future[Marks], futures: list[tuple[asyncio.Future[object], int]]) -> None:
+    """Resolve a request once every batch holding its records is acknowledged, with the last
+    offset of those batches per partition (a batch of ``count`` messages starts at its
+    acknowledged base offset)."""
     try:
-        await asyncio.gather(*futures)
+        metas = await asyncio.gather(*(f for f, _ in futures))
     except Exception as exc:  # handed to the waiting request, which answers 503
         if not done.done():
             done.set_exception(exc)
         return
+    marks: Marks = {}
+    for meta, (_, count) in zip(metas, futures, strict=True):
+        topic, partition, offset = (getattr(meta, k, None) for k in ("topic", "partition", "offset"))
+        if isinstance(topic, str) and isinstance(partition, int) and isinstance(offset, int):
+            last = offset + count - 1
+            marks[(topic, partition)] = max(marks.get((topic, partition), last), last)
     if not done.done():
-        done.set_result(None)
+        done.set_result(marks)

@@ -15,6 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+WORKER_GROUP = "auditstream-worker"
+"""The workers' consumer group (faust's app id): ingest reads its committed offsets to know
+which accepted events are stored."""
+
 
 @dataclass(frozen=True)
 class Family:

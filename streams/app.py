@@ -19,7 +19,7 @@ import orjson
 from analytics.stats.autocomplete_shocks import ShockRule
 from core.settings import Settings
 from core.store import Store
-from schemas.topics import ALERTS_SUFFIX, AUTOCOMPLETE, FAMILIES, SERP, Family
+from schemas.topics import ALERTS_SUFFIX, AUTOCOMPLETE, FAMILIES, SERP, WORKER_GROUP, Family
 from streams.detectors.alerts import AlertService
 from streams.detectors.identification import IdentificationCheck
 from streams.detectors.srm import SrmCheck
@@ -33,7 +33,7 @@ from streams.sinks.raw_writer import RawWriter
 
 log = logging.getLogger(__name__)
 
-APP_ID = "auditstream-worker"
+APP_ID = WORKER_GROUP
 CHECK_EVERY_S = 5.0
 """How often the SRM check and the autocomplete retry run (seconds)."""
 LAG_EVERY_S = 5.0

@@ -16,6 +16,7 @@ import shutil
 import signal
 import time
 
+import orjson
 from aiokafka.errors import KafkaError
 from rich.console import Console
 from rich.panel import Panel
@@ -23,9 +24,13 @@ from rich.panel import Panel
 from core.data_lock import HELD_ENV
 from core.settings import Settings
 from ingest.api_keys import SCOPES
+from ingest.producer import PAUSE_FILE
 from schemas.topics import all_topics
 from supervisor.broker import BrokerError, TansuBroker, create_topics, free_port, port_open
 from supervisor.children import Child, wait_http
+
+PAUSE_BELOW = 5000
+"""A broker rotation pauses intake once fewer accepted events than this wait to be stored."""
 
 console = Console(stderr=True)
 
@@ -52,6 +57,9 @@ class Supervisor:
         self.log_dir = settings.data_dir / "logs"
         self.env = dict(os.environ)
         self.worker_metrics: list[str] = []
+        self.broker_started = time.monotonic()
+        self.rotations = 0
+        self.rotation_postponed_until = 0.0
 
     def _child(self, name: str, args: list[str], **kw: object) -> Child:
         child = Child(name, args, self.env, self.log_dir, self.settings.run_dir, **kw)  # type: ignore[arg-type]
@@ -120,7 +128,8 @@ class Supervisor:
     def banner(self) -> None:
         s = self.settings
         broker = (
-            f"tansu {self.broker.bootstrap} (in memory: events not yet stored are lost if it stops)"
+            f"tansu {self.broker.bootstrap} (in memory; ingest keeps what is not stored yet; "
+            f"replaced past {s.broker_rotate_mb} MiB)"
             if self.broker
             else f"Kafka {s.kafka_bootstrap}"
         )
@@ -186,12 +195,16 @@ class Supervisor:
                 if not self.broker.alive():
                     console.print("[red]the tansu broker died; restarting it (its in-memory events are lost)")
                     await self._restart_broker()
+                    self.broker_started = time.monotonic()
+                why = self._rotation_due()
+                if why:
+                    await self._rotate_broker(why)
                 rss = self.broker.rss_mb()
                 now = time.monotonic()
                 if rss > self.settings.broker_memory_warn_mb and now - last_memory_note > 60:
                     console.print(
-                        f"[yellow]tansu uses {rss:.0f} MiB: it keeps every event in memory; "
-                        "restart the service or use Apache Kafka for long studies"
+                        f"[yellow]tansu uses {rss:.0f} MiB: it keeps every event in memory, and could "
+                        "not be replaced yet (AUDITSTREAM_BROKER_ROTATE_MB)"
                     )
                     last_memory_note = now
                 with contextlib.suppress(OSError):  # a full disk must not stop the supervisor
@@ -199,7 +212,99 @@ class Supervisor:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), 1.0)
 
-    async def _restart_broker(self) -> None:
+    def _rotation_due(self) -> str:
+        """Why the embedded broker should be replaced now ("" if not)."""
+        s, now = self.settings, time.monotonic()
+        if now < self.rotation_postponed_until or self.broker is None:
+            return ""
+        rss = self.broker.rss_mb()
+        if s.broker_rotate_mb and rss > s.broker_rotate_mb:
+            return f"it holds {rss:.0f} MiB (AUDITSTREAM_BROKER_ROTATE_MB={s.broker_rotate_mb})"
+        if s.broker_rotate_every_s and now - self.broker_started > s.broker_rotate_every_s:
+            return f"it ran {s.broker_rotate_every_s:.0f} s (AUDITSTREAM_BROKER_ROTATE_EVERY_S)"
+        return ""
+
+    async def _rotate_broker(self, why: str, drain_timeout_s: float = 60.0) -> None:
+        """Replace the embedded broker once everything it holds is stored: tansu keeps every
+        message in memory and cannot delete records, so over a months-long study only a fresh
+        broker keeps its memory bounded.
+
+        Intake pauses (``broker.pause``: 503 broker_rotating with Retry-After), then each ingest
+        process reports how many of its accepted events the worker has not stored yet
+        (``ingest-state-<pid>.json``); at zero everywhere nothing accepted lives only in the
+        broker, so it is replaced (workers stopped, new broker, workers started) and intake
+        resumes. A drain that does not finish (the worker cannot store) postpones the rotation
+        by ten minutes and intake resumes at once; ingest's backpressure bounds the backlog.
+        """
+        run_dir = self.settings.run_dir
+        pause = run_dir / PAUSE_FILE
+        console.print(
+            f"[yellow]replacing the tansu broker: {why}; intake pauses until the worker has stored everything"
+        )
+        started = time.monotonic()
+        try:
+            while self._unstored() > PAUSE_BELOW and time.monotonic() - started < drain_timeout_s:
+                await asyncio.sleep(0.25)  # let the worker catch up first, so the pause is short
+            paused, asked = time.monotonic(), time.time()
+            pause.write_text(why + "\n")
+            while not self._drained(asked):
+                if time.monotonic() - paused > drain_timeout_s:
+                    console.print(
+                        "[red]the worker did not store everything in time; broker rotation postponed"
+                    )
+                    self.rotation_postponed_until = time.monotonic() + 600
+                    return
+                await asyncio.sleep(0.25)
+            drained = time.monotonic()
+            await self._restart_broker(worker_stop_s=3.0)  # drained: a worker has nothing left to lose
+            self.broker_started = time.monotonic()
+            self.rotations += 1
+            with contextlib.suppress(OSError):
+                (run_dir / "broker.rotations").write_text(f"{self.rotations}\n")
+            console.print(
+                f"[green]broker replaced: intake paused {time.monotonic() - paused:.1f} s "
+                f"(drain {drained - paused:.1f} s, restart {time.monotonic() - drained:.1f} s)"
+            )
+        except OSError as exc:  # a full disk: try again later
+            console.print(f"[red]broker rotation failed ({exc!r}); postponed")
+            self.rotation_postponed_until = time.monotonic() + 600
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                pause.unlink()
+
+    def _ingest_states(self) -> list[dict[str, object] | None]:
+        """The last state each running ingest process wrote (None: none readable yet)."""
+        states: list[dict[str, object] | None] = []
+        for child in self.children:
+            if child.name.startswith("ingest") and child.process is not None:
+                path = self.settings.run_dir / f"ingest-state-{child.process.pid}.json"
+                try:
+                    states.append(orjson.loads(path.read_bytes()))
+                except (OSError, orjson.JSONDecodeError):
+                    states.append(None)
+        return states
+
+    def _unstored(self) -> int:
+        """Accepted events the worker has not stored yet, over every ingest process."""
+        total = 0
+        for doc in self._ingest_states():
+            unstored = doc.get("unstored") if doc else None
+            total += unstored if isinstance(unstored, int) else PAUSE_BELOW + 1
+        return total
+
+    def _drained(self, since: float) -> bool:
+        """Whether every running ingest process paused after ``since`` with nothing unstored."""
+        states = self._ingest_states()
+        return bool(states) and all(
+            doc is not None
+            and doc.get("paused") is True
+            and isinstance(at := doc.get("at"), float | int)
+            and at > since + 0.3
+            and doc.get("unstored") == 0
+            for doc in states
+        )
+
+    async def _restart_broker(self, worker_stop_s: float = 15.0) -> None:
         """Stop the workers, start a new broker, then start the workers on it.
 
         Stopped before the new broker listens: a worker that outlives the old broker
@@ -212,7 +317,7 @@ class Supervisor:
         """
         assert self.broker is not None
         workers = [c for c in self.children if c.name.startswith("worker-")]
-        await asyncio.gather(*(worker.stop() for worker in workers))
+        await asyncio.gather(*(worker.stop(worker_stop_s) for worker in workers))
         await self.broker.stop()
         try:
             await self.broker.start_and_wait(all_topics(self.settings.topic_prefix), self.settings.partitions)

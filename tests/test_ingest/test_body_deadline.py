@@ -23,7 +23,7 @@ from core.store.base import NoStore
 from ingest.api_keys import KeyFile
 from ingest.app import create_app
 
-DEADLINE_S = 1.0
+DEADLINE_S = 2.0
 SLACK_S = 3.0
 """How much later than the deadline the answer may come on a busy machine."""
 
@@ -131,12 +131,12 @@ async def test_an_import_chunk_that_stalls_gets_408_and_its_connection_closed(in
 
 
 async def test_an_import_chunk_that_keeps_coming_is_read_whole_however_long_it_takes(intake: Intake) -> None:
-    """Progress, not the total, is what the import's deadline is on: 3 s of lines, one every
-    0.3 s, with a 1 s deadline."""
+    """Progress, not the total, is what the import's deadline is on: 4 s of lines, one every
+    0.25 s, with a 2 s deadline (wide margins: the client shares the loop of a busy machine)."""
     line = b'{"x": 1}\n'
-    parts = [b"%x\r\n%s\r\n" % (len(line), line) for _ in range(10)] + [b"0\r\n\r\n"]
+    parts = [b"%x\r\n%s\r\n" % (len(line), line) for _ in range(16)] + [b"0\r\n\r\n"]
     slow = head("/v1/import", intake.keys["admin"], "application/x-ndjson", "Transfer-Encoding: chunked")
-    answer = await exchange(intake.port, slow, parts, every_s=0.3)
+    answer = await exchange(intake.port, slow, parts, every_s=0.25)
     assert answer.status == 200, answer
-    assert orjson.loads(answer.body)["lines"] == 10
-    assert answer.after_s > 3.0
+    assert orjson.loads(answer.body)["lines"] == 16
+    assert answer.after_s > 4.0
