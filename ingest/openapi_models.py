@@ -11,11 +11,12 @@ the keys itself; rows read from a view are described by the keys every row has.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from analytics.reports.experiment import ELEMENTS, INTERVAL_GUARANTEES
+from ingest.api_keys import SCOPES
 from ingest.validation import REASONS
 from schemas.events import Engine, Ident
 
@@ -56,6 +57,7 @@ class EventsAccepted(_Closed):
 class EventsAllRejected(Problem):
     """422: ``error`` is ``all_rejected``; each rejection says why."""
 
+    error: Literal["all_rejected"]
     accepted: Literal[0]
     rejected: list[EventRejection]
 
@@ -71,6 +73,17 @@ class SqlResult(_Closed):
     columns: list[str]
     types: list[str] = Field(description="ClickHouse type of each column.")
     rows: list[list[Any]]
+
+
+# --------------------------------------------------------------------------- keys
+
+
+class KeyInfo(_Closed):
+    """The caller's own key: what it may do, never its secret."""
+
+    id: str = Field(pattern=r"^k_[0-9a-f]{10}$")
+    name: str
+    scopes: list[Annotated[str, Field(json_schema_extra={"enum": list(SCOPES)})]] = Field(min_length=1)
 
 
 # --------------------------------------------------------------------------- experiments
@@ -215,9 +228,20 @@ class ImportAnswer(_Closed):
     spans: list[ImportSpan] = Field(description="Days to send back to `/v1/import/recompute`.")
 
 
-class RecomputeAnswer(_Closed):
-    days: int = Field(ge=0)
-    installs: int = Field(ge=0)
+class RecomputeState(_Closed):
+    """A recompute's progress: ``POST /v1/import/recompute`` answers its start, ``GET
+    /v1/import/recompute/{recompute_id}`` how far it got."""
+
+    id: str = Field(pattern=r"^rc_[0-9a-f]{20}$")
+    status: Literal["running", "done", "failed"]
+    days: int = Field(ge=0, description="Days to recompute (each named once).")
+    installs: int = Field(ge=0, description="Studies whose installs to recompute (each named once).")
+    steps: int = Field(ge=0, description="days + installs.")
+    done: int = Field(ge=0, description="Steps done.")
+    error: Literal["store_unavailable", "store_refused", "interrupted", "internal_error"] | None = Field(
+        None, description="Why a failed recompute stopped (send it again)."
+    )
+    message: str | None = None
 
 
 # --------------------------------------------------------------------------- board

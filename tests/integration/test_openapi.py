@@ -257,14 +257,31 @@ def check_import(api: Api, keys: dict[str, str], experiment_id: str) -> None:
     assert again["duplicates"] == 30 and again["inserted"] == 0
     api.call("POST", "/v1/import", 415, raw=body, content_type="application/json")
     api.call("POST", "/v1/import", 403, raw=body, content_type=NDJSON, key=keys["read"])
-    recompute = "/v1/import/recompute"
+    recompute, progress = "/v1/import/recompute", "/v1/import/recompute/{recompute_id}"
     study = {"experiment_id": experiment_id, "engine": "google"}
-    done = api.call("POST", recompute, 200, json={"spans": answer["spans"], "installs": [study]}).body
-    assert done == {"days": len(answer["spans"]), "installs": 1}
+    started = api.call("POST", recompute, 202, json={"spans": answer["spans"], "installs": [study]})
+    assert started.headers["Location"] == f"{recompute}/{started.body['id']}"
+    ours = {"recompute_id": started.body["id"]}
+
+    def ended() -> dict[str, Any] | None:
+        state: dict[str, Any] = api.call("GET", progress, 200, params=ours).body
+        return state if state["status"] != "running" else None
+
+    done = wait_for(ended, 120, "the recompute to end")
+    assert done is not None and done["status"] == "done" and (done["days"], done["installs"]) == (len(answer["spans"]), 1)
+    assert done["done"] == done["steps"] == len(answer["spans"]) + 1
+    api.call("GET", progress, 404, params={"recompute_id": "rc_" + "0" * 20})
+    api.call("GET", progress, 403, params=ours, key=keys["read"])
     midday = {"spans": [{**study, "day_start": 86400 * 20000 + 3600}]}
     api.call("POST", recompute, 400, json=midday)
     api.call("POST", recompute, 400, json={"spans": "all"})
     api.call("POST", recompute, 403, json={}, key=keys["ingest"])
+
+
+def check_keys(api: Api, keys: dict[str, str]) -> None:
+    for scope, key in keys.items():
+        assert api.call("GET", "/v1/keys/self", 200, key=key).body["scopes"] == [scope]
+    api.call("GET", "/v1/keys/self", 401, key="not-a-key")
 
 
 def test_every_v1_route_answers_as_its_document_says(service: Service) -> None:
@@ -282,6 +299,7 @@ def test_every_v1_route_answers_as_its_document_says(service: Service) -> None:
     post_personalization(api, service, experiment + "-pers")
     check_board(api, keys, experiment, autocomplete, experiment + "-pers")
     check_import(api, keys, experiment + "-import")
+    check_keys(api, keys)
     api.call("GET", "/v1/openapi.json", 200, key="")
 
     assert api.missing() == []
