@@ -124,6 +124,7 @@ class Supervisor:
             await ingest.start()
             await wait_http(f"http://{s.host}:{s.port}/readyz", 60, ingest)
         self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        self.broker_started = time.monotonic()  # a scheduled rotation counts from a running service
 
     def banner(self) -> None:
         s = self.settings

@@ -96,7 +96,8 @@ class Poster:
         self.statuses.append((time.monotonic(), status, error))
         return status, error
 
-    async def until(self, what: str, predicate: object, within: float) -> None:
+    async def until(self, what: str, predicate: object, within: float, pace_s: float = 0.0) -> None:
+        """Post until ``predicate(status, error)`` holds, at most one batch per ``pace_s``."""
         headers = {"Authorization": f"Bearer {self.svc.api_key}", "Content-Type": "application/json"}
         deadline = time.monotonic() + within
         async with aiohttp.ClientSession(headers=headers) as session:
@@ -107,6 +108,8 @@ class Poster:
                 assert time.monotonic() < deadline, f"timed out waiting for {what}: {self.statuses[-5:]}"
                 if status != 202:
                     await asyncio.sleep(0.2)  # wait-ok: a client's retry pause after a 503
+                elif pace_s:
+                    await asyncio.sleep(pace_s)  # wait-ok: the client's pace
 
 
 @pytest.mark.timeout(600)
