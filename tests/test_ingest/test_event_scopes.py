@@ -126,3 +126,14 @@ async def test_a_key_can_read_its_own_scopes_and_nothing_else(
     assert secrets["crawler"] not in json.dumps(body)
     resp = await http.get("/v1/keys/self")
     assert resp.status == 401
+
+
+async def test_readyz_says_why_without_naming_the_brokers_address(
+    client: tuple[TestClient, dict[str, str]],
+) -> None:
+    http, _ = client
+    resp = await http.get("/readyz")  # no key: it must not leak what the producer's error says
+    assert resp.status == 503
+    body = await resp.json()
+    assert body["reason"] == "broker_unavailable"
+    assert "127.0.0.1:9" not in json.dumps(body) and "Error" not in json.dumps(body)
