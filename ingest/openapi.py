@@ -1,4 +1,4 @@
-"""The OpenAPI 3.1 document of every ``/v1`` route, served at ``GET /v1/openapi.json``.
+"""The OpenAPI 3.1 document of every ``/v1`` route (and ``/metrics``), served at ``GET /v1/openapi.json``.
 
 One table, ``OPERATIONS``, says per route what it takes (body model, parameters), what it
 answers (the model of its success; per error status the error codes its handler answers
@@ -15,7 +15,7 @@ document refuses what the service refuses; a rule JSON Schema cannot state (one 
 against another, a sum, the registry's contents) is stated in words in the operation's
 ``description``. ``tests/integration/test_schemathesis.py`` holds the service to both.
 
-Routes come from the router: ``document(app)`` describes the ``/v1`` routes the app has
+Routes come from the router: ``document(app)`` describes the API routes the app has
 (a ``HEAD`` that aiohttp adds beside each ``GET`` is implied by it), and
 ``undocumented(app)`` names a route without an entry here and an entry without a route;
 ``tests/test_ingest/test_openapi.py`` requires both to be empty.
@@ -110,6 +110,8 @@ class Operation:
     """Error statuses whose body is not the plain ``Problem``."""
     headers: dict[str, Any] = field(default_factory=dict)
     """The success's headers."""
+    media_type: str = "application/json"
+    """The success's media type."""
     rules: str = ""
     """What the handler enforces that the schemas cannot say (one field against another...)."""
 
@@ -540,6 +542,14 @@ OPERATIONS: tuple[Operation, ...] = (
         params=(Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}),),
     ),
     Operation("GET", "/v1/keys/self", "The caller's own key: its id, name and scopes", SCOPES, KeyInfo),
+    Operation(
+        "GET",
+        "/metrics",
+        "Prometheus metrics, in its text format (they name keys and count per key)",
+        "metrics",
+        str,
+        media_type="text/plain",
+    ),
     Operation("GET", PATH, "This document (no key needed)", None, dict[str, Any]),
 )
 
@@ -549,20 +559,26 @@ WWW_AUTHENTICATE = {"required": True, "schema": {"type": "string", "const": "Bea
 # --------------------------------------------------------------------------- the document
 
 
-def v1_routes(app: web.Application) -> set[tuple[str, str]]:
-    """(method, path template) of every ``/v1`` route, without the HEAD beside each GET."""
+OUTSIDE_V1 = frozenset({"/metrics"})
+"""The routes outside ``/v1`` the document describes: the one that needs a key (the probes
+and the board's page and files answer anyone and are no API)."""
+
+
+def api_routes(app: web.Application) -> set[tuple[str, str]]:
+    """(method, path template) of every ``/v1`` route and of ``OUTSIDE_V1``, without the HEAD
+    beside each GET."""
     return {
         (route.method, route.resource.canonical)
         for route in app.router.routes()
         if route.resource is not None
-        and route.resource.canonical.startswith("/v1/")
+        and (route.resource.canonical.startswith("/v1/") or route.resource.canonical in OUTSIDE_V1)
         and route.method != "HEAD"
     }
 
 
 def undocumented(app: web.Application) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """Routes the app has that ``OPERATIONS`` lacks, and entries with no route."""
-    routes, documented = v1_routes(app), {op.route for op in OPERATIONS}
+    routes, documented = api_routes(app), {op.route for op in OPERATIONS}
     return routes - documented, documented - routes
 
 
@@ -605,7 +621,10 @@ def _error_answer(status: int, codes: tuple[str, ...], schema: dict[str, Any] | 
 
 
 def _operation(op: Operation, schemas: dict[Any, Any], settings: Settings) -> dict[str, Any]:
-    success: dict[str, Any] = {"description": "Success", "content": _json(schemas[(op.route, op.status)])}
+    success: dict[str, Any] = {
+        "description": "Success",
+        "content": {op.media_type: {"schema": schemas[(op.route, op.status)]}},
+    }
     responses: dict[str, Any] = {str(op.status): success | ({"headers": op.headers} if op.headers else {})}
     for status, codes in op.answers().items():
         responses[str(status)] = _error_answer(status, codes, schemas.get((op.route, status)))
@@ -617,7 +636,11 @@ def _operation(op: Operation, schemas: dict[Any, Any], settings: Settings) -> di
     description = " ".join(part for part in (needs, op.rules) if part)
     out: dict[str, Any] = {
         "operationId": op.method.lower()
-        + "".join(p.strip("{}").title().replace("_", "").replace(".", "") for p in op.path.split("/")[2:]),
+        + "".join(
+            p.strip("{}").title().replace("_", "").replace(".", "")
+            for p in op.path.split("/")[1:]
+            if p != "v1"
+        ),
         "summary": op.summary,
         "security": [{SECURITY_SCHEME: [scope]} for scope in op.scopes],
         "responses": responses,
@@ -657,9 +680,9 @@ def _operation(op: Operation, schemas: dict[Any, Any], settings: Settings) -> di
 
 
 def document(app: web.Application) -> dict[str, Any]:
-    """The OpenAPI document of the app's ``/v1`` routes."""
+    """The OpenAPI document of the app's API routes (``api_routes``)."""
     settings = app[CONFIG]
-    routes = v1_routes(app)
+    routes = api_routes(app)
     ops = [op for op in OPERATIONS if op.route in routes]
     schemas, defs = _schemas(ops)
     defs["Event"] = schemas["Event"]

@@ -268,7 +268,11 @@ def check_import(api: Api, keys: dict[str, str], experiment_id: str) -> None:
         return state if state["status"] != "running" else None
 
     done = wait_for(ended, 120, "the recompute to end")
-    assert done is not None and done["status"] == "done" and (done["days"], done["installs"]) == (len(answer["spans"]), 1)
+    assert (
+        done is not None
+        and done["status"] == "done"
+        and (done["days"], done["installs"]) == (len(answer["spans"]), 1)
+    )
     assert done["done"] == done["steps"] == len(answer["spans"]) + 1
     api.call("GET", progress, 404, params={"recompute_id": "rc_" + "0" * 20})
     api.call("GET", progress, 403, params=ours, key=keys["read"])
@@ -282,6 +286,9 @@ def check_keys(api: Api, keys: dict[str, str]) -> None:
     for scope, key in keys.items():
         assert api.call("GET", "/v1/keys/self", 200, key=key).body["scopes"] == [scope]
     api.call("GET", "/v1/keys/self", 401, key="not-a-key")
+    assert "ingest_requests_total" in api.call("GET", "/metrics", 200, key=keys["metrics"]).body
+    api.call("GET", "/metrics", 403, key=keys["read"])
+    api.call("GET", "/metrics", 401, key="")
 
 
 def test_every_v1_route_answers_as_its_document_says(service: Service) -> None:
