@@ -377,8 +377,9 @@ class KafkaCluster:
             await admin.close()
         return sorted(int(b["node_id"]) for b in cluster["brokers"])
 
-    async def describe(self, topics: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
-        """Per (topic, partition): its ``leader``, ``replicas`` and ``isr`` (node ids)."""
+    async def describe(self, topics: list[str] | None = None) -> dict[tuple[str, int], dict[str, Any]]:
+        """Per (topic, partition) of ``topics`` (None: every topic, internal ones too): its
+        ``leader``, ``replicas`` and ``isr`` (node ids)."""
         admin = await self._admin()
         try:
             described = await admin.describe_topics(topics)
