@@ -31,6 +31,7 @@ import json
 import logging
 import shutil
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -46,7 +47,7 @@ from aiokafka.errors import KafkaError
 
 from core.errors import AuditstreamError
 from core.settings import Settings
-from supervisor.broker import free_port, port_open
+from supervisor.broker import port_open
 
 log = logging.getLogger(__name__)
 
@@ -254,9 +255,8 @@ class KafkaCluster:
             ports = [(n["port"], n["controller_port"]) for n in saved["nodes"]]
         else:
             self.cluster_id = new_cluster_id()
-            ports = [(free_port(self.host), free_port(self.host)) for _ in range(self.nodes)]
-            if len({p for pair in ports for p in pair}) < 2 * self.nodes:  # the kernel reused one
-                ports = [(free_port(self.host), free_port(self.host)) for _ in range(self.nodes)]
+            free = free_ports(2 * self.nodes, self.host)
+            ports = list(zip(free[::2], free[1::2], strict=True))
         self.members = [
             Node(i + 1, port, controller_port, self.root / f"node-{i + 1}")
             for i, (port, controller_port) in enumerate(ports)
@@ -440,13 +440,18 @@ class KafkaCluster:
         return await self.brokers() == [n.node_id for n in self.members]
 
     async def _wait(self, check: Any, timeout_s: float, what: str) -> float:
+        """Poll ``check`` until it is true; fail at once when a started node has exited (it
+        will not answer: its log says why), or after ``timeout_s``."""
         started = time.monotonic()
         last: object = None
         while time.monotonic() - started < timeout_s:
-            dead = [n.node_id for n in self.members if n.process is not None and not n.alive()]
-            if dead and what == f"{self.nodes} brokers":
-                tails = "\n".join(_tail(self.node(i).directory / "stdout.log") for i in dead)
-                raise KafkaClusterError(f"Kafka node(s) {dead} exited while starting:\n{tails}")
+            dead = [n for n in self.members if n.process is not None and not n.alive()]
+            if dead:
+                tails = "\n".join(
+                    f"--- node {n.node_id} ---\n{_tail(n.directory / 'stdout.log')}\n{_tail(n.log_path)}"
+                    for n in dead
+                )
+                raise KafkaClusterError(f"Kafka node(s) {[n.node_id for n in dead]} exited:\n{tails}")
             try:
                 if await check():
                     return time.monotonic() - started
@@ -456,6 +461,15 @@ class KafkaCluster:
         raise KafkaClusterError(
             f"Kafka at {self.bootstrap}: no {what} within {timeout_s:.0f} s (last: {last!r})"
         )
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports free now: all bound at once, so none is handed out twice."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind((host, 0))
+        return [int(s.getsockname()[1]) for s in sockets]
 
 
 def _quiet() -> dict[str, Any]:

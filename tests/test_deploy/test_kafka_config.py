@@ -17,6 +17,7 @@ from supervisor.kafka_cluster import (
     TEMPLATES,
     KafkaDist,
     Node,
+    free_ports,
     new_cluster_id,
     render_properties,
 )
@@ -118,3 +119,8 @@ def test_the_release_and_cache_are_settings(tmp_path: Path, monkeypatch: pytest.
     dist = KafkaDist.default()
     assert (dist.version, dist.root) == ("4.1.1", tmp_path / "kafka-4.1.1")
     assert not dist.fetched()
+
+
+def test_the_ports_of_a_cluster_are_distinct() -> None:
+    ports = free_ports(6)
+    assert len(set(ports)) == 6 and all(1024 < p < 65536 for p in ports)
