@@ -66,8 +66,8 @@ JVM_FLAGS = (
     "-Djava.awt.headless=true",
 )
 QUICK_START = ("-XX:TieredStopAtLevel=1",)
-"""The client compiler only: three nodes answer in about 10 s instead of 20-35 s on two busy
-cores (measured), for a little less throughput; what tests want, not a months-long broker."""
+"""The client compiler only: three nodes formatted and answering in 8-18 s instead of 28-36 s
+on two busy cores (measured), for less peak throughput: what tests want, not a long study."""
 
 
 class KafkaClusterError(AuditstreamError):
