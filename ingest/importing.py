@@ -201,12 +201,15 @@ class Recomputes:
         self.directory = directory
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._by_work: dict[RecomputeWork, str] = {}
+        self._states: dict[str, dict[str, Any]] = {}
+        """The live state of each recompute running here (what its file says, unless the
+        file could not be written or read back)."""
 
     def start(self, work: RecomputeWork, run: Run) -> dict[str, Any]:
         """Start ``work`` (or find the same work already running here); its state."""
         same = self._by_work.get(work)
-        if same is not None:
-            return self.state(same) or {}
+        if same is not None and same in self._states:
+            return dict(self._states[same])
         if len(self._tasks) >= MAX_RUNNING_RECOMPUTES:
             raise RecomputesBusy
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -223,6 +226,7 @@ class Recomputes:
             "done": 0,
         }
         self._write(state)
+        self._states[job_id] = state
         self._by_work[work] = job_id
         self._tasks[job_id] = asyncio.create_task(self._run(state, work, run, lock))
         return dict(state)
@@ -248,6 +252,7 @@ class Recomputes:
             lock.close()  # and with it the lock
             self._tasks.pop(state["id"], None)
             self._by_work.pop(work, None)
+            self._states.pop(state["id"], None)
 
     def state(self, job_id: str) -> dict[str, Any] | None:
         """A recompute's state (None: no such recompute, or forgotten)."""

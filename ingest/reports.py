@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from analytics.reports.experiment import ReportQuery, parse_moment, parse_window
 from analytics.stats.reweight import targets_from_rows
@@ -38,15 +38,15 @@ class ExperimentReportRequest(BaseModel):
     experiment_id: str = Field(min_length=1, max_length=200)
     engine: str = Field("google", max_length=50)
     subset: str = "all"
-    burn_in_days: int | None = Field(None, ge=0, le=3650)
+    burn_in_days: StrictInt | None = Field(None, ge=0, le=3650)
     """None: as the experiment was registered, else 4 (the board's choice too)."""
-    include_unidentified: bool = False
+    include_unidentified: StrictBool = False
     since: str | None = None
     until: str | None = None
-    ranks: int = Field(6, ge=1, le=10)
+    ranks: StrictInt = Field(6, ge=1, le=10)
     unit_mode: Literal["click", "impression"] | None = None
     """None: as the experiment was registered, else click."""
-    seed: int = Field(0, ge=0, le=2**32 - 1)
+    seed: StrictInt = Field(0, ge=0, le=2**32 - 1)
     baseline: str = Field("control", max_length=100)
     intervals: Literal["bootstrap", "sequential"] = "bootstrap"
     targets: list[TargetMargin] | None = Field(None, max_length=500)
@@ -61,11 +61,11 @@ class TimelineRequest(BaseModel):
     window: str = Field("1h", max_length=20)
     engine: str = Field("google", max_length=50)
     subset: str = "all"
-    burn_in_days: int | None = Field(None, ge=0, le=3650)
+    burn_in_days: StrictInt | None = Field(None, ge=0, le=3650)
     since: str | None = None
     until: str | None = None
     unit_mode: Literal["click", "impression"] | None = None
-    seed: int = Field(0, ge=0, le=2**32 - 1)
+    seed: StrictInt = Field(0, ge=0, le=2**32 - 1)
     baseline: str = Field("control", max_length=100)
 
 

@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from schemas.events import Day, Engine, Ident
 
@@ -64,7 +64,7 @@ class ExperimentConfig(BaseModel):
     """Engines that run only some of the arms (the paper ran only swap 1-2 on Bing): engine ->
     its arms, control among them, each weighted as in ``arms``. Engines not listed run every
     arm."""
-    burn_in_days: Annotated[int, Field(ge=0, le=60)] = 4
+    burn_in_days: Annotated[StrictInt, Field(ge=0, le=60)] = 4
     unit_mode: Literal["click", "impression"] = "click"
     status: Status = "running"
 

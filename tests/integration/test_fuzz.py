@@ -58,6 +58,8 @@ ROUTES = [
     ("GET", "/v1/board/alerts"),
     ("POST", "/v1/import"),
     ("POST", "/v1/import/recompute"),
+    ("GET", "/v1/import/recompute/rc_0123456789abcdef0123"),
+    ("GET", "/v1/keys/self"),
     ("POST", "/v1/reports/experiment"),
     ("POST", "/v1/reports/timeline"),
     ("GET", "/v1/openapi.json"),
@@ -71,7 +73,8 @@ def test_the_fuzzed_routes_are_every_documented_route() -> None:
     from ingest.openapi import OPERATIONS
 
     def concrete(path: str) -> str:
-        return path.replace("{experiment_id}", "fuzz-exp").replace("{study_id}", "fuzz-study")
+        concrete = path.replace("{experiment_id}", "fuzz-exp").replace("{study_id}", "fuzz-study")
+        return concrete.replace("{recompute_id}", "rc_0123456789abcdef0123")
 
     assert {(op.method, concrete(op.path)) for op in OPERATIONS} <= set(ROUTES)
 

@@ -91,10 +91,8 @@ WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {
 """(operation, status, error code) -> the messages of rules the operation's description
 states in words: a schema-valid request refused for one of them is not a failure."""
 
-KNOWN_DEFECTS = {
-    "experiment_burn_in_lax": "POST /v1/experiments reads burn_in_days laxly: true is stored as 1, "
-    '"7" and 7.0 as 7 (ExperimentConfig.burn_in_days is not strict; the document says integer)',
-}
+KNOWN_DEFECTS: dict[str, str] = {}
+"""None now: burn_in_days, read laxly (true stored as 1, "7" as 7), is a strict integer."""
 
 
 def _integers_as_integers(value: Any) -> Any:
@@ -131,10 +129,6 @@ def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool
             reasons = {r.get("reason") for r in answer.get("rejected", [])}
             return not reasons <= {"unregistered_arm", "conflicting_event_id"}
         return not any(rule in message for rule in WAIVED.get((operation, status, code), ()))
-    if failure.code == "ST201" and operation == "POST /v1/experiments" and status == 201:
-        sent = case.body.get("burn_in_days") if isinstance(case.body, dict) else None
-        if isinstance(sent, bool | str | float):  # KNOWN_DEFECTS["experiment_burn_in_lax"]
-            return False
     return True
 
 
