@@ -7,7 +7,7 @@ Every field can be set with an ``AUDITSTREAM_<FIELD>`` environment variable
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 class Settings(BaseSettings):
     """Configuration for every auditstream process.
 
-    Empty ``kafka_bootstrap`` means "start the embedded tansu broker"; empty
+    Empty ``kafka_bootstrap`` means "start a local broker" (``broker``: tansu); empty
     ``clickhouse_url`` means "use chDB under ``data_dir``" (through the store
     process in embedded mode, see ``store_url``).
     """
@@ -31,6 +31,12 @@ class Settings(BaseSettings):
 
     # Kafka
     kafka_bootstrap: str = Field("", description="host:port list of an external Kafka cluster.")
+    broker: Literal["tansu", "kafka"] = Field(
+        "tansu",
+        description="The broker `up` runs when kafka_bootstrap is empty: tansu (embedded, in memory) "
+        "or kafka (a local one-node Apache Kafka, its data on disk in data_dir/kafka; "
+        "supervisor/kafka_cluster.py).",
+    )
     partitions: int = Field(6, ge=1, le=256, description="Partitions per event topic.")
     topic_prefix: str = Field("auditstream", description="Prefix of every topic name.")
     topic_replication_factor: int | None = Field(

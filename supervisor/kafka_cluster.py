@@ -29,6 +29,7 @@ import fcntl
 import hashlib
 import json
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -47,7 +48,7 @@ from aiokafka.errors import KafkaError
 
 from core.errors import AuditstreamError
 from core.settings import Settings
-from supervisor.broker import port_open
+from supervisor.broker import create_topics, port_open, rss_mb
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +231,8 @@ class KafkaCluster:
     heap: tuple[str, ...] = HEAP
     quick_start: bool = True
     """Start fast (``QUICK_START``) rather than run fastest: tests, not a long study."""
+    extra: dict[str, str] = field(default_factory=dict)
+    """Properties appended to every node's ``server.properties`` (``DURABLE`` for a local broker)."""
     members: list[Node] = field(default_factory=list)
     cluster_id: str = ""
 
@@ -274,7 +277,10 @@ class KafkaCluster:
         formatting = []
         for node in self.members:
             node.directory.mkdir(parents=True, exist_ok=True)
-            node.properties.write_text(render_properties(node, self.members, self.host, self.partitions))
+            extra = "".join(f"{k}={v}\n" for k, v in self.extra.items())
+            node.properties.write_text(
+                render_properties(node, self.members, self.host, self.partitions) + extra
+            )
             if not (node.data_dir / "meta.properties").exists():
                 command = self._java(
                     *self._logging(node), "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c"
@@ -492,6 +498,140 @@ def running_cluster(root: Path, nodes: int = 3, partitions: int = 6) -> Iterator
         yield cluster
     finally:
         cluster.stop()
+
+
+DURABLE = {"log.flush.interval.ms": "1000", "log.flush.scheduler.interval.ms": "1000"}
+"""A local broker has one copy of each event, none to recover from after a power cut: its log
+is written to disk every second (Kafka leaves it to the OS by default, often ~30 s)."""
+
+TOOLS = "apt-get install default-jdk-headless maven"
+
+
+def require_tools(dist: KafkaDist) -> None:
+    """Java runs Kafka; Maven fetches it (only needed until it is cached)."""
+    needed = ("java",) if dist.fetched() else ("java", "mvn")
+    missing = [tool for tool in needed if shutil.which(tool) is None]
+    if missing:
+        raise KafkaClusterError(
+            f"a local Apache Kafka needs {' and '.join(f'`{t}`' for t in missing)}, not found: "
+            f"`{TOOLS}` (Java 17 runs Kafka, Maven fetches it once)"
+        )
+
+
+@dataclass
+class LocalKafka:
+    """The durable broker of ``auditstream up --broker kafka``: one node on loopback whose data
+    lives under ``root`` (the data directory's ``kafka/``), formatted once and kept across
+    restarts (``root/cluster.json`` keeps its cluster id and ports).
+
+    The supervisor drives it as it drives the embedded tansu (``TansuBroker``): ``process``,
+    ``bootstrap``, ``start_and_wait``, ``alive``, ``rss_mb`` and ``stop``. It runs with the
+    JVM's full compiler (``quick_start`` off: a long study, not a test) and ``DURABLE``.
+    """
+
+    root: Path
+    dist: KafkaDist = field(default_factory=KafkaDist.default)
+    partitions: int = 6
+    replication_factor: int | None = None
+    cluster: KafkaCluster = field(init=False)
+    started: bool = False
+
+    def __post_init__(self) -> None:
+        self.cluster = KafkaCluster(
+            self.root, 1, self.dist, partitions=self.partitions, quick_start=False, extra=DURABLE
+        )
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        return self.cluster.members[0].process if self.cluster.members else None
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    @property
+    def node_dir(self) -> Path:
+        """The node's files: ``server.log``, ``stdout.log``, ``data/``."""
+        return self.cluster.members[0].directory if self.cluster.members else self.root
+
+    def alive(self) -> bool:
+        return bool(self.cluster.members) and self.cluster.members[0].alive()
+
+    def rss_mb(self) -> float:
+        process = self.process
+        return rss_mb(process.pid) if process is not None and self.alive() else 0.0
+
+    async def start_and_wait(self, topics: list[str], partitions: int, timeout_s: float = 120.0) -> None:
+        """Start the node (its storage formatted on first use only) and create missing topics."""
+        require_tools(self.dist)
+        await asyncio.to_thread(self._start)
+        await self.cluster.wait_ready(timeout_s)
+        await create_topics(self.bootstrap, topics, partitions, self.replication_factor)
+
+    def _start(self) -> None:
+        self.dist.fetch()  # nothing once cached
+        self._end_orphans()
+        if not self.started:
+            self._move_taken_ports()  # not on a restart: the running service has the address
+        self.cluster.prepare()
+        self.cluster.start_node(1)
+        self.started = True
+
+    async def stop(self, timeout_s: float = 60.0) -> None:
+        """A clean shutdown (SIGTERM: the log is flushed and closed), SIGKILL past ``timeout_s``."""
+        await asyncio.to_thread(self.cluster.stop, timeout_s)
+
+    def _end_orphans(self, timeout_s: float = 60.0) -> list[int]:
+        """End a node an ``up`` killed without its children (SIGKILL, OOM) left running on
+        ``root``: it holds the log's lock and the ports. Only the ``up`` that holds the data
+        directory's lock starts this broker, so such a node is nobody's (core/data_lock.py)."""
+        prefix = f"{self.root}/"
+        orphans = []
+        for pid, args in _processes():
+            if "kafka.Kafka" in args and any(a.startswith(prefix) for a in args):
+                log.warning("stopping Kafka pid %d, left running on %s by an earlier up", pid, self.root)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+                orphans.append(pid)
+        deadline = time.monotonic() + timeout_s
+        while (running := [pid for pid in orphans if _running(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.2)  # wait-ok: polling processes that are not ours to wait for
+        for pid in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return orphans
+
+    def _move_taken_ports(self) -> None:
+        """Saved ports another program listens on now are replaced by free ones: a single
+        node's address may change between runs (clients are told the new one)."""
+        layout = self.root / "cluster.json"
+        if not layout.exists():
+            return
+        saved = json.loads(layout.read_text())
+        ports = [p for n in saved["nodes"] for p in (n["port"], n["controller_port"])]
+        if any(port_open(self.cluster.host, p) for p in ports):
+            port, controller_port = free_ports(2, self.cluster.host)
+            log.warning("Kafka's ports %s are taken; moving it to %d", ports, port)
+            saved["nodes"] = [{"port": port, "controller_port": controller_port}]
+            layout.write_text(json.dumps(saved, indent=1))
+
+
+def _processes() -> Iterator[tuple[int, list[str]]]:
+    """(pid, arguments) of every process this user may read."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                args = (entry / "cmdline").read_bytes().split(b"\0")
+                yield int(entry.name), [a.decode(errors="replace") for a in args]
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not: its parent may never reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def main(argv: list[str] | None = None) -> int:
