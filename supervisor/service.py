@@ -1,9 +1,12 @@
 """The whole service on one machine: broker, store, workers and ingest, supervised.
 
-It starts the tansu broker (unless an external Kafka is configured), the store process
-that owns chDB, the worker(s) and ingest, restarts whichever dies (a restarted broker
-gets its topics again and its pid file names the new process), and stops everything in
-order. ``auditstream up`` (auditstream/cli/up.py) is its command line.
+It starts the broker (unless an external Kafka is configured): the embedded tansu, in
+memory, or with ``AUDITSTREAM_BROKER=kafka`` a local one-node Apache Kafka whose log lives
+under ``data/kafka`` and survives restarts of the service (supervisor/kafka_cluster.py).
+Then the store process that owns chDB, the worker(s) and ingest. It restarts whichever
+dies (a restarted broker gets its topics again and its pid file names the new process),
+and stops everything in order, the broker last. ``auditstream up`` (auditstream/cli/up.py)
+is its command line.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ingest.producer import PAUSE_FILE
 from schemas.topics import all_topics
 from supervisor.broker import BrokerError, TansuBroker, create_topics, free_port, port_open
 from supervisor.children import Child, wait_http
+from supervisor.kafka_cluster import KafkaClusterError, KafkaDist, LocalKafka, require_tools
 
 PAUSE_BELOW = 5000
 """A broker rotation pauses intake once fewer accepted events than this wait to be stored."""
@@ -51,7 +55,7 @@ class Supervisor:
         self.shown_key = shown_key or api_key
         """What the banner prints for the key: a key made here (the demo's) is shown once, as
         ``keys create`` shows it; a key given on the command line is not echoed."""
-        self.broker: TansuBroker | None = None
+        self.broker: TansuBroker | LocalKafka | None = None
         self.children: list[Child] = []
         self.stopping = asyncio.Event()
         self.log_dir = settings.data_dir / "logs"
@@ -60,6 +64,8 @@ class Supervisor:
         self.broker_started = time.monotonic()
         self.rotations = 0
         self.rotation_postponed_until = 0.0
+        self.broker_failures = 0
+        """Restarts of a local Kafka in a row that did not come up (backoff)."""
 
     def _child(self, name: str, args: list[str], **kw: object) -> Child:
         child = Child(name, args, self.env, self.log_dir, self.settings.run_dir, **kw)  # type: ignore[arg-type]
@@ -74,10 +80,12 @@ class Supervisor:
             raise RuntimeError(f"{s.host}:{s.port} is already in use; pick another --port")
         bootstrap = s.kafka_bootstrap
         if not bootstrap:
-            self.broker = TansuBroker(free_port(), log_path=self.log_dir / "broker.log")
+            if s.broker == "kafka":
+                self.broker = await self._local_kafka()
+            else:
+                self.broker = TansuBroker(free_port(), log_path=self.log_dir / "broker.log")
             await self.broker.start_and_wait(all_topics(s.topic_prefix), s.partitions)
-            (s.run_dir / "broker.pid").write_text(str(self.broker.process.pid))  # type: ignore[union-attr]
-            (s.run_dir / "broker.addr").write_text(self.broker.bootstrap + "\n")
+            self._broker_files()
             bootstrap = self.broker.bootstrap
         else:
             topics, replication = all_topics(s.topic_prefix), s.topic_replication_factor
@@ -126,14 +134,40 @@ class Supervisor:
         self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.broker_started = time.monotonic()  # a scheduled rotation counts from a running service
 
+    async def _local_kafka(self) -> LocalKafka:
+        """The local Apache Kafka, fetched with Maven first if this machine has not got it."""
+        s = self.settings
+        dist = KafkaDist.default(s)
+        require_tools(dist)
+        if not dist.fetched():
+            console.print(
+                f"fetching Apache Kafka {dist.version} with Maven into {dist.jars} "
+                "(once per machine: about 50 MB, under a minute)"
+            )
+            took = await asyncio.to_thread(dist.fetch)
+            console.print(f"[green]Apache Kafka {dist.version} fetched in {took:.0f} s")
+        return LocalKafka((s.data_dir / "kafka").resolve(), dist, s.partitions, s.topic_replication_factor)
+
+    def _broker_files(self) -> None:
+        """``broker.pid`` names the running broker, ``broker.addr`` its address."""
+        assert self.broker is not None and self.broker.process is not None
+        (self.settings.run_dir / "broker.pid").write_text(str(self.broker.process.pid))
+        (self.settings.run_dir / "broker.addr").write_text(self.broker.bootstrap + "\n")
+
     def banner(self) -> None:
         s = self.settings
-        broker = (
-            f"tansu {self.broker.bootstrap} (in memory; ingest keeps what is not stored yet; "
-            f"replaced past {s.broker_rotate_mb} MiB)"
-            if self.broker
-            else f"Kafka {s.kafka_bootstrap}"
-        )
+        if isinstance(self.broker, TansuBroker):
+            broker = (
+                f"tansu {self.broker.bootstrap} (in memory; ingest keeps what is not stored yet; "
+                f"replaced past {s.broker_rotate_mb} MiB)"
+            )
+        elif self.broker is not None:
+            broker = (
+                f"Apache Kafka {self.broker.dist.version} {self.broker.bootstrap} (one node, "
+                f"on disk in {self.broker.root}; log {self.broker.node_dir}/server.log)"
+            )
+        else:
+            broker = f"Kafka {s.kafka_bootstrap}"
         store = f"ClickHouse {s.clickhouse_url}" if s.clickhouse_url else f"chDB {s.chdb_path}"
         url = f"http://{s.host}:{s.port}"
         lines = [
@@ -193,7 +227,9 @@ class Supervisor:
                 await asyncio.sleep(delay)
                 await child.start()
             if self.broker is not None:
-                if not self.broker.alive():
+                if isinstance(self.broker, LocalKafka) and not self.broker.alive():
+                    await self._restart_local_kafka()
+                elif not self.broker.alive():
                     console.print("[red]the tansu broker died; restarting it (its in-memory events are lost)")
                     await self._restart_broker()
                     self.broker_started = time.monotonic()
@@ -202,7 +238,8 @@ class Supervisor:
                     await self._rotate_broker(why)
                 rss = self.broker.rss_mb()
                 now = time.monotonic()
-                if rss > self.settings.broker_memory_warn_mb and now - last_memory_note > 60:
+                tansu = isinstance(self.broker, TansuBroker)  # Kafka's heap is bounded (-Xmx)
+                if tansu and rss > self.settings.broker_memory_warn_mb and now - last_memory_note > 60:
                     console.print(
                         f"[yellow]tansu uses {rss:.0f} MiB: it keeps every event in memory, and could "
                         "not be replaced yet (AUDITSTREAM_BROKER_ROTATE_MB)"
@@ -214,9 +251,10 @@ class Supervisor:
                 await asyncio.wait_for(self.stopping.wait(), 1.0)
 
     def _rotation_due(self) -> str:
-        """Why the embedded broker should be replaced now ("" if not)."""
+        """Why the embedded broker should be replaced now ("" if not; never a Kafka, which
+        keeps its log on disk and trims it by retention)."""
         s, now = self.settings, time.monotonic()
-        if now < self.rotation_postponed_until or self.broker is None:
+        if now < self.rotation_postponed_until or not isinstance(self.broker, TansuBroker):
             return ""
         rss = self.broker.rss_mb()
         if s.broker_rotate_mb and rss > s.broker_rotate_mb:
@@ -316,7 +354,7 @@ class Supervisor:
         left to rejoin: a faust worker left to rejoin was seen stuck for minutes on a loaded
         machine.
         """
-        assert self.broker is not None
+        assert isinstance(self.broker, TansuBroker)
         workers = [c for c in self.children if c.name.startswith("worker-")]
         await asyncio.gather(*(worker.stop(worker_stop_s) for worker in workers))
         await self.broker.stop()
@@ -334,6 +372,33 @@ class Supervisor:
         for worker in workers:
             console.print(f"[yellow]starting {worker.name} on the new broker")
             await worker.start()
+
+    async def _restart_local_kafka(self) -> None:
+        """Start a local Kafka that exited again, on its log: what it acknowledged is on disk.
+
+        The workers and ingest stay up and reconnect: the consumer group's offsets are in
+        that log too, and ingest, on one broker, sends again what is not stored yet after the
+        outage (ingest/producer.py); the worker drops the copies."""
+        assert isinstance(self.broker, LocalKafka)
+        if self.broker_failures:
+            with contextlib.suppress(TimeoutError):  # a backoff that SIGINT ends
+                await asyncio.wait_for(self.stopping.wait(), min(2.0**self.broker_failures, 30.0))
+            if self.stopping.is_set():
+                return
+        else:
+            code = self.broker.process.returncode if self.broker.process else None
+            log = self.broker.node_dir / "server.log"
+            console.print(f"[red]Kafka exited with code {code} (see {log}); restarting it on its log")
+        try:
+            await self.broker.start_and_wait(all_topics(self.settings.topic_prefix), self.settings.partitions)
+        except (KafkaClusterError, BrokerError, KafkaError, OSError) as exc:
+            self.broker_failures += 1
+            console.print(f"[red]Kafka did not come back ({exc}); trying again")
+            await self.broker.stop()
+        else:
+            self.broker_failures = 0
+            self._broker_files()
+            console.print("[green]Kafka is back")
 
     async def stop(self) -> None:
         # Stop the load first, then intake, then what drains Kafka, then storage.

@@ -12,6 +12,7 @@ from auditstream.cli.common import DataDir, data_dir_held, fail, load_settings
 from core.settings import Settings
 from ingest.api_keys import MIN_KEY_LENGTH, SCOPES, KeyFile
 from supervisor.broker import BrokerError
+from supervisor.kafka_cluster import KafkaClusterError
 from supervisor.service import Supervisor, run
 
 
@@ -19,6 +20,13 @@ def up(
     host: Annotated[str | None, typer.Option(help="Ingest bind address \\[env: AUDITSTREAM_HOST]")] = None,
     port: Annotated[int | None, typer.Option(help="Ingest port \\[env: AUDITSTREAM_PORT]")] = None,
     data_dir: DataDir = None,
+    broker: Annotated[
+        str | None,
+        typer.Option(
+            help="tansu (embedded, in memory) or kafka (a local Apache Kafka, on disk in "
+            "DATA_DIR/kafka) \\[env: AUDITSTREAM_BROKER; default: tansu]"
+        ),
+    ] = None,
     api_key: Annotated[
         str | None, typer.Option("--api-key", help="Register this key (with every scope)")
     ] = None,
@@ -46,6 +54,7 @@ def up(
         host=host,
         port=port,
         data_dir=data_dir,
+        broker=broker,
         workers=workers,
         partitions=partitions,
         ingest_processes=ingest_processes,
@@ -57,6 +66,8 @@ def up(
             "print(secrets.token_urlsafe(32))'`)",
             2,
         )
+    if settings.broker == "kafka" and settings.kafka_bootstrap:
+        raise fail("--broker kafka starts a local Kafka; AUDITSTREAM_KAFKA_BOOTSTRAP names another", 2)
     with data_dir_held(settings, exclusive=True):  # before anything in it is touched
         _up(settings, api_key, demo, demo_events, demo_rate)
 
@@ -77,5 +88,5 @@ def _up(settings: Settings, api_key: str | None, demo: bool, demo_events: int, d
     sup = Supervisor(settings, demo_events, demo_rate, api_key, shown_key=shown)
     try:
         asyncio.run(run(sup, demo))
-    except (RuntimeError, BrokerError, OSError) as exc:
+    except (RuntimeError, BrokerError, KafkaClusterError, OSError) as exc:
         raise fail(str(exc)) from None
