@@ -12,7 +12,7 @@ from auditstream.cli.common import DataDir, data_dir_held, fail, load_settings
 from core.settings import Settings
 from ingest.api_keys import MIN_KEY_LENGTH, SCOPES, KeyFile
 from supervisor.broker import BrokerError
-from supervisor.kafka_cluster import KafkaClusterError
+from supervisor.kafka_cluster import KafkaClusterError, KafkaDist, require_tools
 from supervisor.service import Supervisor, run
 
 
@@ -66,10 +66,21 @@ def up(
             "print(secrets.token_urlsafe(32))'`)",
             2,
         )
-    if settings.broker == "kafka" and settings.kafka_bootstrap:
-        raise fail("--broker kafka starts a local Kafka; AUDITSTREAM_KAFKA_BOOTSTRAP names another", 2)
+    _check_broker(settings)
     with data_dir_held(settings, exclusive=True):  # before anything in it is touched
         _up(settings, api_key, demo, demo_events, demo_rate)
+
+
+def _check_broker(settings: Settings) -> None:
+    """A local Kafka needs Java (and Maven until fetched), and no other Kafka given."""
+    if settings.broker != "kafka":
+        return
+    if settings.kafka_bootstrap:
+        raise fail("--broker kafka starts a local Kafka; AUDITSTREAM_KAFKA_BOOTSTRAP names another", 2)
+    try:
+        require_tools(KafkaDist.default(settings))
+    except KafkaClusterError as exc:
+        raise fail(str(exc), 2) from None
 
 
 def _up(settings: Settings, api_key: str | None, demo: bool, demo_events: int, demo_rate: float) -> None:
