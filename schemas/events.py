@@ -40,6 +40,11 @@ Version = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9]{1,5}(\.
 """The extension's manifest version, as Chrome requires it: one to four dot-separated
 integers. A free build tag ("1.0+johns.bank.com") could carry words, so there is none."""
 UiLang = Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z]{2,3}(-[A-Z]{2})?$")]
+Market = Annotated[str, StringConstraints(strict=True, pattern=r"^([a-z]{2,3}(-[a-z]{2})?)?$")]
+"""The engine's coarse market, as the extension derives it (``extension/lib/markets.js``):
+Google's search domain's last label ("de", "uk" for google.co.uk, "com" for google.com),
+Bing's ``mkt`` parameter lowercased ("de-de") or its ``cc`` ("de"); "" when the page does
+not say (and from extensions older than the field). A code, never a host or a URL."""
 Text = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=512)]
 Rank = Annotated[StrictInt, Field(ge=1, le=100)]
 UInt32 = Annotated[StrictInt, Field(ge=0, le=2**32 - 1)]
@@ -192,6 +197,7 @@ class _PageContext(_Event):
     n_candidates: UInt64 | None = None
     identified: StrictBool
     ui_lang: UiLang
+    market: Market = ""
 
 
 class SerpView(_PageContext):
