@@ -5,16 +5,8 @@
 import { armsFor, assignArm } from "./assignment.js";
 import { parseArm } from "./arms.js";
 import { click, coarseLanguage, serpView } from "./events.js";
+import { engineOf, marketOf } from "./markets.js";
 import { applyArm, clickTarget, identify, mark } from "./page.js";
-
-const ENGINES = { "www.google.com": "google", "www.bing.com": "bing" };
-
-function engineOf(location) {
-  if (ENGINES[location.hostname]) return ENGINES[location.hostname];
-  if (/^www\.google\.[a-z.]+$/.test(location.hostname)) return "google";
-  if (/^(www|cn)\.bing\.com$/.test(location.hostname)) return "bing";
-  return null;
-}
 
 function queryOf(location, engine) {
   const q = new URLSearchParams(location.search).get("q") || "";
@@ -68,6 +60,7 @@ async function runOn(engine) {
   const order = applyArm(page, identified ? plan : parseArm("control"));
   const context = {
     ...page.context,
+    market: marketOf(location, engine),
     experiment_id: experiment.experiment_id,
     arm,
     install_id: stored.install.install_id,

@@ -4,7 +4,7 @@
 export const SCHEMA_VERSION = 1;
 const CONTEXT = [
   "experiment_id", "arm", "engine", "install_id", "install_day", "extension_version", "page_index",
-  "n_organic", "ads_top_count", "box", "ssr_positions", "n_candidates", "identified", "ui_lang",
+  "n_organic", "ads_top_count", "box", "ssr_positions", "n_candidates", "identified", "ui_lang", "market",
 ];
 const CLICK = ["element_type", "original_rank", "display_rank"];
 const PROFILE = [

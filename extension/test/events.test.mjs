@@ -5,7 +5,7 @@ import { click, coarseLanguage, installProfile, serpView } from "../lib/events.j
 const context = {
   experiment_id: "pm1", arm: "swap_1_2", engine: "google", install_id: "abcdefgh-1234", install_day: "2026-11-20",
   extension_version: "0.1.0", page_index: 0, n_organic: 10, ads_top_count: 2, box: "none", ssr_positions: [3],
-  n_candidates: 1230000, identified: true, ui_lang: "de",
+  n_candidates: 1230000, identified: true, ui_lang: "de", market: "ch",
   // whatever a page script or a bug puts beside the context never leaves
   query: "secret query", url: "https://example.org/", title: "A title",
 };
@@ -16,6 +16,7 @@ test("events carry the context and nothing else", () => {
   assert.equal(view.sent_at, "2026-11-24T10:00:00.000Z");
   assert.match(view.event_id, /^[0-9a-f-]{36}$/);
   for (const forbidden of ["query", "url", "title"]) assert.ok(!(forbidden in view));
+  assert.equal(view.market, "ch");
   const organic = click(context, { element_type: "organic", original_rank: 2, display_rank: 1, href: "x" });
   assert.deepEqual([organic.original_rank, organic.display_rank, "href" in organic], [2, 1, false]);
   const ad = click(context, { element_type: "ad", original_rank: 1 });
