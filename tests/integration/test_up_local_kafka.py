@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -32,7 +33,7 @@ import orjson
 import pytest
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from tests.helpers import UNLIMITED, Service, free_port, start_up, stop_up, wait_for
+from tests.helpers import UNLIMITED, Service, free_port, http, stop_up, wait_for
 from tests.integration.test_broker_kill import diagnose, stored_ids
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
@@ -94,15 +95,30 @@ class Stream:
                 await asyncio.sleep(0.2)  # wait-ok: a client's retry pause
 
 
-def start(data_dir: Path, port: int, run: int) -> Service:
-    """``up --broker kafka`` (through AUDITSTREAM_BROKER) on ``data_dir`` and ``port``; the
-    log of the previous run on this port is kept aside (start_up rewrites ``up-<port>.log``)."""
-    log = data_dir.parent / f"up-{port}.log"
-    if log.exists():
-        log.rename(data_dir.parent / f"up-{port}.run{run - 1}.log")
-    svc = start_up(data_dir, port, KEY, env=ENV)
-    assert svc.process is not None
-    STARTED.append(svc.process)
+def start(data_dir: Path, port: int) -> Service:
+    """``up --broker kafka`` (through AUDITSTREAM_BROKER) on ``data_dir`` and ``port``, ready.
+
+    As tests/helpers.py ``start_up``, but every run's output is kept in one ``up-<port>.log``
+    and the wait is longer: on two cores under a load of 17, a start after a stop took 48 s
+    (the JVM, the store, a worker and ingest at once)."""
+    log = open(data_dir.parent / f"up-{port}.log", "ab")  # noqa: SIM115 - kept by the process
+    command = ["up", "--data-dir", str(data_dir), "--port", str(port), "--api-key", KEY]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "auditstream", *command],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **ENV},
+    )
+    STARTED.append(proc)
+    svc = Service(f"http://127.0.0.1:{port}", KEY, data_dir, proc)
+
+    def ready() -> bool:
+        assert proc.poll() is None, f"auditstream up exited; see {log.name}"
+        # run/ready may be a killed service's: ingest answering is what counts
+        fully_up = (data_dir / "run" / "ready").exists()
+        return fully_up and http("GET", svc.url + "/readyz", timeout=2).status == 200
+
+    wait_for(ready, 180, "auditstream up to be ready")
     return svc
 
 
@@ -155,7 +171,7 @@ def test_the_whole_service_stopped_and_killed_mid_stream_loses_nothing(data_dir:
     port = free_port()
     experiment = f"local-kafka-{uuid.uuid4().hex[:8]}"
     where = f"FROM raw_extension_events WHERE experiment_id = '{experiment}'"
-    svc = start(data_dir, port, 1)
+    svc = start(data_dir, port)
     first_cluster = cluster_id(data_dir)
     stream = Stream(svc, experiment)
     timeline = [f"up {time.monotonic() - started:.0f} s"]
@@ -165,7 +181,7 @@ def test_the_whole_service_stopped_and_killed_mid_stream_loses_nothing(data_dir:
         # a clean stop mid-stream (SIGINT: ingest, worker, store, then Kafka), and a start
         assert stop_up(svc) == 0
         timeline.append(f"stopped at {stream.count()} ({time.monotonic() - started:.0f} s)")
-        svc = start(data_dir, port, 2)
+        svc = start(data_dir, port)
         timeline.append(f"up again {time.monotonic() - started:.0f} s")
         resumed = stream.count()
         wait_for(lambda: stream.count() >= resumed + PHASE, 120, "events accepted after the restart")
@@ -180,7 +196,7 @@ def test_the_whole_service_stopped_and_killed_mid_stream_loses_nothing(data_dir:
         # stopped worker, Kafka
         kill_everything(svc)
         timeline.append(f"killed at {at_kill}, {unstored} unstored ({time.monotonic() - started:.0f} s)")
-        svc = start(data_dir, port, 3)
+        svc = start(data_dir, port)
         timeline.append(f"up again {time.monotonic() - started:.0f} s")
         resumed = stream.count()
         wait_for(lambda: stream.count() >= resumed + PHASE, 120, "events accepted after the kill")
