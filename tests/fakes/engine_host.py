@@ -1,18 +1,19 @@
 """Result pages served under the engines' own host names, for the extension's Chromium tests.
 
 A local TLS server (certificate from a throw-away ``trustme`` CA for www.google.com and
-www.bing.com) answers ``/search?...&fixture=NAME`` with a stored page; Chromium is told
-to resolve the engine hosts to it (``--host-resolver-rules``) and to accept the
-certificate, so the content script runs on ``https://www.google.com/search?...``
-unchanged. Page scripts are switched off by a CSP header: the page is the HTML the
-engine served, as the parser sees it, and cannot navigate away.
+www.bing.com, or the hosts a test names: Google's country domains) answers
+``/search?...&fixture=NAME`` with a stored page; Chromium is told to resolve the engine
+hosts to it (``--host-resolver-rules``) and to accept the certificate, so the content
+script runs on ``https://www.google.com/search?...`` unchanged. Page scripts are switched
+off by a CSP header: the page is the HTML the engine served, as the parser sees it, and
+cannot navigate away.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -27,10 +28,10 @@ CSP = "script-src 'none'; object-src 'none'"
 
 
 @asynccontextmanager
-async def engine_host(pages: Mapping[str, str]) -> AsyncIterator[int]:
-    """Serve ``pages`` (name -> decoded HTML) on TLS; yields the port."""
+async def engine_host(pages: Mapping[str, str], hosts: Sequence[str] = HOSTS) -> AsyncIterator[int]:
+    """Serve ``pages`` (name -> decoded HTML) on TLS for ``hosts``; yields the port."""
     ca = trustme.CA()
-    cert = ca.issue_cert(*HOSTS)
+    cert = ca.issue_cert(*hosts)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     cert.configure_cert(context)
 
@@ -57,11 +58,11 @@ async def engine_host(pages: Mapping[str, str]) -> AsyncIterator[int]:
         await runner.cleanup()
 
 
-def chromium_args(extension_dir: str, port: int) -> tuple[str, ...]:
+def chromium_args(extension_dir: str, port: int, hosts: Sequence[str] = HOSTS) -> tuple[str, ...]:
     # the engines' hosts go to the local server; every other host fails at once (no network
     # here: an image on another host would otherwise hold the page's load event for minutes)
     rules = ", ".join(
-        [*(f"MAP {host}:443 127.0.0.1:{port}" for host in HOSTS), "MAP * ~NOTFOUND", "EXCLUDE 127.0.0.1"]
+        [*(f"MAP {host}:443 127.0.0.1:{port}" for host in hosts), "MAP * ~NOTFOUND", "EXCLUDE 127.0.0.1"]
     )
     return (
         f"--load-extension={extension_dir}",
@@ -71,8 +72,12 @@ def chromium_args(extension_dir: str, port: int) -> tuple[str, ...]:
     )
 
 
-def search_url(engine: str, name: str, query: str = "test query", **params: str) -> str:
-    host = "www.google.com" if engine == "google" else "www.bing.com"
+def search_url(
+    engine: str, name: str, query: str = "test query", host: str | None = None, **params: str
+) -> str:
+    """``https://HOST/search?q=...&fixture=NAME&PARAMS``; HOST is the engine's .com host unless
+    named (a Google country domain, which ``engine_host`` and ``chromium_args`` must list)."""
+    host = host or ("www.google.com" if engine == "google" else "www.bing.com")
     extra = "".join(f"&{k}={quote(v)}" for k, v in params.items())
     return f"https://{host}/search?q={quote(query)}&fixture={quote(name)}{extra}"
 
