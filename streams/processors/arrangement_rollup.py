@@ -25,7 +25,7 @@ from analytics.reports import decisions
 from core.store import Store
 from core.store.retry import until_done
 from streams.metrics import WorkerMetrics
-from streams.recompute import arrangement_hourly, arrangement_stats
+from streams.recompute import arrangement_closed, arrangement_hourly, arrangement_stats
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,8 @@ class _Coalescer:
 
 class ArrangementRollup:
     """Coalesces the recomputes of ``agg_arrangement_10s`` and, after them, of the touched
-    installs' study-wide rows in ``agg_arrangement_install`` (every ``interval_s``), and
+    installs' study-wide rows in ``agg_arrangement_install`` (every ``interval_s``; from their
+    closed days' sums and the slices since, ``streams/recompute/arrangement_closed.py``), and
     beside them the touched hours' replicate sums in ``agg_arrangement_replicates_1h``
     (every ``hourly_interval_s``: each is an hour recomputed whole, from its raw rows,
     so it is done less often than the per-install rows the board and reports read).
@@ -151,12 +152,13 @@ class ArrangementRollup:
         async def once() -> None:
             started = time.perf_counter()
             # on the store's background lane: the next batches' raw rows and minute
-            # aggregate do not wait behind a recompute of installs' whole histories
+            # aggregate do not wait behind the recompute
             await self.store.execute(arrangement_stats.slices_sql(due.slices), background=True)
             await forget_old_looks(self.store, due.slices)
-            for chunk in _chunks(sorted(due.installs), INSTALL_CHUNK):
-                await self.store.execute(arrangement_stats.installs_sql(chunk), background=True)
-                await self.store.execute(arrangement_stats.subsets_sql(chunk), background=True)
+            # the touched installs' study-wide rows from their closed days' sums and the
+            # slices since: work that follows the batch, not the installs' histories
+            targets = arrangement_closed.targets_of(due.slices)
+            await arrangement_closed.recompute(self.store, due.installs, due.slices, targets, background=True)
             self.metrics.rollup_seconds.observe(time.perf_counter() - started)
             self.metrics.rollup_batches.observe(len(due.waiters))
 
@@ -202,11 +204,3 @@ async def forget_old_looks(store: Store, slices: Iterable[SliceKey], now: float 
     ):
         log.info("slices of %s recomputed after its look was stored: forgetting looks from it on", day)
         await decisions.forget_looks(store, experiment_id, engine, day)
-
-
-INSTALL_CHUNK = 2000
-"""Installs per recompute statement (keeps the statement well inside max_query_size)."""
-
-
-def _chunks(items: list[InstallKey], size: int) -> list[list[InstallKey]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]

@@ -221,7 +221,8 @@ async def recompute_hours(store: Store, hours: Collection[HourKey]) -> None:
 
 
 async def recompute_study(store: Store, experiment_id: str, engine: str) -> None:
-    """Recompute every hour of one experiment and engine, a day per query (a bulk import)."""
+    """Recompute every hour of one experiment and engine, a day per query (the whole study;
+    a bulk import recomputes the days it touched, ``recompute_day``)."""
     study = f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
     spans = []
     for sql in (
@@ -240,6 +241,13 @@ async def recompute_study(store: Store, experiment_id: str, engine: str) -> None
     last = max(hi for _, hi in spans)
     for day in range(first, last + 1, MAX_SPAN_S):
         await _recompute(store, day, day + MAX_SPAN_S, study, study)
+
+
+async def recompute_day(store: Store, experiment_id: str, engine: str, day_start: int) -> None:
+    """Recompute every hour of one experiment, engine and UTC day (a bulk import, after the
+    day's raw rows changed): its hours change with its raw rows alone."""
+    study = f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
+    await _recompute(store, day_start, day_start + MAX_SPAN_S, study, study)
 
 
 def _chunks(keys: list[HourKey]) -> list[list[HourKey]]:
