@@ -199,6 +199,12 @@ class Settings(BaseSettings):
     broker_rotate_every_s: float = Field(
         0.0, ge=0, description="Also replace the embedded broker this often (seconds; 0 = only by size)."
     )
+    clock_offset_file: Path | None = Field(
+        None,
+        description="Benchmarks and soak tests only: a file holding whole seconds that ingest adds to "
+        "received_at (read again at most once a second, in the background; missing or invalid = 0), "
+        "so a compressed study's simulated days are real UTC days in the data (bench/soak.py).",
+    )
 
     @property
     def resolved_keys_file(self) -> Path:

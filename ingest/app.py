@@ -12,6 +12,7 @@ from core.store.base import NoStore
 from ingest import board, experiments, handlers, importing, key_info, openapi, protocol_errors, reports
 from ingest.api_keys import KeyFile
 from ingest.app_state import ARMS, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.clock import CLOCK, Clock
 from ingest.metrics import IngestMetrics
 from ingest.middlewares import observe
 from ingest.producer import EventProducer
@@ -28,6 +29,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     app[KEYS] = KeyFile(settings.resolved_keys_file)
     app[LIMITER] = RateLimiter(settings.rate_limit_rps, settings.rate_limit_burst)
     app[METRICS] = IngestMetrics.create()
+    app[CLOCK] = Clock(settings.clock_offset_file)
     app[PRODUCER] = EventProducer(
         settings.kafka_bootstrap,
         settings.produce_timeout_s,
@@ -47,7 +49,9 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     async def resources(app: web.Application) -> AsyncIterator[None]:
         await app[PRODUCER].start()
         app[ARMS].start()
+        await app[CLOCK].start()
         yield
+        await app[CLOCK].close()
         await app[ARMS].close()
         await app[PRODUCER].stop()
         await app[STORE].close()

@@ -8,7 +8,6 @@ import math
 import os
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -20,6 +19,7 @@ from core.store import QueryResult, StoreError, StoreUnavailable
 from core.store.base import QueryLimits, StoreBusy
 from ingest.api_keys import ApiKey
 from ingest.app_state import ARMS, BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.clock import CLOCK
 from ingest.errors import problem
 from ingest.producer import BrokerUnavailable, Paused, StorageBehind
 from ingest.registered_arms import without_unregistered
@@ -114,7 +114,7 @@ async def post_events(request: web.Request) -> web.Response:
     for r in rejected:
         metrics.rejected.labels(r.reason, key.name).inc()
     if accepted:
-        received_at = format_received_at(datetime.now(UTC))
+        received_at = format_received_at(app[CLOCK].now())
         records = [_record(config.topic_prefix, m, received_at) for m in accepted]
         try:
             seconds = await app[PRODUCER].send_all(records)
