@@ -38,7 +38,7 @@ def test_the_broker_is_replaced_mid_stream_and_nothing_accepted_is_lost(tmp_path
         poster = Poster(svc, experiment)
         # events are accepted before the rotation, refused during it, and accepted after it
         rotated = lambda status, _: status == 202 and rotations(svc.data_dir) >= 1  # noqa: E731
-        asyncio.run(poster.until("a rotation", rotated, 240, pace_s=0.02))
+        asyncio.run(poster.until("a rotation", rotated, 240, pace_s=0.05, batch=50))  # ~1k events/s
         assert next(status for _, status, _ in poster.statuses) == 202
         assert svc.pid("broker") != first_broker
 

@@ -96,13 +96,15 @@ class Poster:
         self.statuses.append((time.monotonic(), status, error))
         return status, error
 
-    async def until(self, what: str, predicate: object, within: float, pace_s: float = 0.0) -> None:
+    async def until(
+        self, what: str, predicate: object, within: float, pace_s: float = 0.0, batch: int = 100
+    ) -> None:
         """Post until ``predicate(status, error)`` holds, at most one batch per ``pace_s``."""
         headers = {"Authorization": f"Bearer {self.svc.api_key}", "Content-Type": "application/json"}
         deadline = time.monotonic() + within
         async with aiohttp.ClientSession(headers=headers) as session:
             while True:
-                status, error = await self.post(session)
+                status, error = await self.post(session, batch)
                 if predicate(status, error):  # type: ignore[operator]
                     return
                 assert time.monotonic() < deadline, f"timed out waiting for {what}: {self.statuses[-5:]}"

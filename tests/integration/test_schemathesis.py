@@ -44,7 +44,7 @@ pytestmark = pytest.mark.integration
 HOOKS_ENV = "AUDITSTREAM_SCHEMATHESIS_HOOKS"
 KEY_ENV = "AUDITSTREAM_SCHEMATHESIS_KEY"
 KEY = "schemathesis-0123456789abcdef0123456789"
-MAX_EXAMPLES = 15
+MAX_EXAMPLES = 10
 """Fuzzed cases per operation (the coverage phase adds its boundary cases, the stateful
 phase its sequences): about a minute and a half of requests on two busy cores."""
 SEED = 20261127
