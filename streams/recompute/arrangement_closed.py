@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.store import Store, StoreError
 from schemas.sql import quote
@@ -69,6 +69,9 @@ NO_STAMP = "1970-01-01 00:00:00.000000"
 NEVER = 2**32 - 1
 """The newest DateTime (2106): "no slice touched"."""
 
+HASH_SQL = f"cityHash64({KEY}, {CONTEXT})"
+"""An install's page context as one number: a batch's touched contexts travel as these."""
+
 WHOLE_SQL = (
     "toUInt8(countIf(arm = '') = 1 AND maxIf(stale, arm = '') = 0 AND min(computed_at) = max(computed_at))"
 )
@@ -98,16 +101,20 @@ class Plan:
     ``valid``: the set is used (the contexts the batch touched are its sums plus the slices
     from ``through`` on); otherwise every context is recomputed from all of the install's
     slices. ``action``: the set is written anew through ``t_new`` (advanced from the old one,
-    or rebuilt from the slices when not valid)."""
+    or rebuilt from the slices when not valid). An install without a set (``has_set``) is
+    valid, all of its slices being after ``through`` = 0; it gets one whenever sets of its
+    chunk are written (at the latest with the next day's advances), so that it reads at most
+    a day or two of slices in the meantime."""
 
     key: InstallKey
     through: int
     valid: bool
     t_new: int
-
-    @property
-    def action(self) -> bool:
-        return not self.valid or self.through < self.t_new
+    action: bool
+    has_set: bool
+    touched: tuple[int, ...] = ()
+    """The page contexts of the install in the slices the batch touched, hashed (``HASH_SQL``):
+    a context a hash names by chance is recomputed too, as exactly."""
 
     @classmethod
     def of(
@@ -119,14 +126,14 @@ class Plan:
         has_rows: bool = False,
         whole: bool = False,
         oldest_touch: int = NEVER,
+        touched: Iterable[int] = (),
     ) -> Plan:
         """``has_rows``: the install has rows in the table (a set, or part of one);
         ``whole``: they are a whole set, not stale; ``oldest_touch``: the oldest of its
-        slices the batch touched. An install without rows has never had a set (every
-        install gets one with its first recompute, or from migration 0034): all of its
-        slices are after ``through`` = 0, and it is valid."""
+        slices the batch touched; ``touched``: its contexts there (``HASH_SQL``)."""
         valid = (not has_rows or whole) and oldest_touch >= through
-        return cls(key, through, valid, max(through, target))
+        action = not valid or (has_rows and through < target)
+        return cls(key, through, valid, max(through, target), action, has_rows, tuple(sorted(touched)))
 
 
 def plans_of(
@@ -141,9 +148,17 @@ def plans_of(
             plans.append(Plan.of(key, target))
             continue
         through, has_rows, whole, oldest = (int(str(v)) for v in found[key][:4])
+        hashes = found[key][4]
+        touched = [int(str(h)) for h in hashes] if isinstance(hashes, list) else []
         plans.append(
             Plan.of(
-                key, target, through=through, has_rows=bool(has_rows), whole=bool(whole), oldest_touch=oldest
+                key,
+                target,
+                through=through,
+                has_rows=bool(has_rows),
+                whole=bool(whole),
+                oldest_touch=oldest,
+                touched=touched,
             )
         )
     return plans
@@ -163,26 +178,38 @@ class _Lists:
 
     def __init__(self) -> None:
         self.arrays: list[str] = []
+        self.conditions: list[str] = []
+        self.rows: list[str] = []  # the keys of the last ``match``, as a query
 
     def match(self, keys: Iterable[InstallKey]) -> str:
-        parts = []
+        parts, self.rows = [], []
         for (experiment_id, engine), ids in _grouped(keys).items():
             name = f"ids_{len(self.arrays)}"
             self.arrays.append(f"[{', '.join(quote(i) for i in ids)}] AS {name}")
             study = f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
             parts.append(f"({study} AND install_id IN {name})")
+            self.rows.append(
+                f"SELECT {quote(experiment_id)} AS experiment_id, {quote(engine)} AS engine, "
+                f"arrayJoin({name}) AS install_id"
+            )
+        self.conditions += parts
         return "(" + " OR ".join(parts) + ")" if parts else "0"
+
+    def everyone(self) -> str:
+        """Every install matched so far (the arrays again, not new ones)."""
+        return "(" + " OR ".join(self.conditions) + ")" if self.conditions else "0"
 
     def with_clause(self, *more: str) -> str:
         return "WITH " + ",\n     ".join([*self.arrays, *more])
 
 
-def _guard(lists: _Lists, keys: Iterable[InstallKey], since: str) -> str:
+def _guard(lists: _Lists, since: str) -> str:
     """A scalar of the WITH clause that fails the statement before it writes anything when a
-    set of ``keys`` was written after ``since`` (the time ``state_sql`` read them)."""
+    set of an install ``lists`` matched was written after ``since`` (the time ``state_sql``
+    read them)."""
     return (
         f"(SELECT throwIf(max(computed_at) > toDateTime64({quote(since)}, 6, 'UTC'), {quote(GUARD)}) "
-        f"FROM {TABLE} WHERE {lists.match(keys)}) AS refused"
+        f"FROM {TABLE} WHERE {lists.everyone()}) AS refused"
     )
 
 
@@ -237,33 +264,34 @@ def _between(lo: int | None, hi: int | None) -> str:
 def state_sql(installs: Sequence[InstallKey], slices: Collection[SliceKey]) -> str:
     """Per install of ``installs`` with rows in the table or in the ``slices`` a batch
     touched: its set's ``through``, whether it has rows and is a whole set (``WHOLE_SQL``),
-    and the oldest of those slices (``NEVER``: none); with the store's time as a last column
-    (taken before anything the recompute writes)."""
+    the oldest of those slices (``NEVER``: none) and its page contexts in them (``HASH_SQL``);
+    with the store's time as a last column (taken before anything the recompute writes)."""
     lists = _Lists()
     match = lists.match(installs)
     return f"""
 {lists.with_clause()}
 SELECT {KEY}, toUInt32(max(through)), max(has_rows), min(whole), toUInt32(min(oldest)),
-       toString(now64(6, 'UTC'))
+       groupArrayArray(touched), toString(now64(6, 'UTC'))
 FROM (
     SELECT {KEY}, max(through) AS through, toUInt8(1) AS has_rows, {WHOLE_SQL} AS whole,
-           toDateTime({NEVER}, 'UTC') AS oldest
+           toDateTime({NEVER}, 'UTC') AS oldest, CAST([], 'Array(UInt64)') AS touched
     FROM {TABLE} FINAL WHERE {match} GROUP BY {KEY}
     UNION ALL
-    SELECT {KEY}, toDateTime(0, 'UTC'), toUInt8(0), toUInt8(1), min(slice_start)
+    SELECT {KEY}, toDateTime(0, 'UTC'), toUInt8(0), toUInt8(1), min(slice_start),
+           groupUniqArray({HASH_SQL})
     FROM ({_touched_sql(slices, match)}) GROUP BY {KEY}
 )
 GROUP BY {KEY}
 """
 
 
-def installs_sql(plans: Sequence[Plan], slices: Collection[SliceKey], since: str) -> str:
-    """The study-wide rows of the page contexts the ``slices`` a batch touched hold for the
+def installs_sql(plans: Sequence[Plan], since: str) -> str:
+    """The study-wide rows of the page contexts a batch touched (``Plan.touched``) of the
     installs with valid ``plans``: each their set's sums plus their slices from ``through``
     on (one branch per ``through``). Fails with ``GUARD`` before writing if one of the sets
     was written after ``since``."""
-    if not plans or not slices or not all(p.valid for p in plans):
-        raise ValueError("installs_sql takes valid plans and the slices a batch touched")
+    if not all(p.valid for p in plans) or not any(p.touched for p in plans):
+        raise ValueError("installs_sql takes valid plans with the contexts a batch touched")
     lists = _Lists()
     by_through: dict[int, list[InstallKey]] = defaultdict(list)
     for plan in plans:
@@ -272,15 +300,15 @@ def installs_sql(plans: Sequence[Plan], slices: Collection[SliceKey], since: str
     for through, keys in sorted(by_through.items()):
         match = lists.match(keys)
         sources += [_set_rows(match), _slice_rows(f"{match} AND {_between(through, None)}")]
-    everyone = lists.match(p.key for p in plans)
-    guard = _guard(lists, (p.key for p in plans), since)
+    touched = ", ".join(str(h) for p in plans for h in p.touched)
+    guard = _guard(lists, since)
     return f"""
 INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS})
-{lists.with_clause(guard)}
+{lists.with_clause(guard, f"[{touched}] AS touched")}
 SELECT {KEY}, {CONTEXT}, sum(units), sum(impressions), sumForEach(clicks), sum(clicks_ad), sum(clicks_box),
        sum(clicks_ssr), sum(clicks_other), min(first_slice), max(last_slice), now64(6)
 FROM ({" UNION ALL ".join(sources)})
-WHERE refused = 0 AND ({KEY}, {CONTEXT}) IN (SELECT {KEY}, {CONTEXT} FROM ({_touched_sql(slices, everyone)}))
+WHERE refused = 0 AND {HASH_SQL} IN touched
 GROUP BY {KEY}, {CONTEXT}
 """
 
@@ -309,10 +337,9 @@ def closed_sql(plans: Sequence[Plan], since: str) -> str:
             f"""
         SELECT {KEY}, '', 0, 0, 0, 0, 0, 0, 0, CAST([], 'Array(UInt64)'), 0, 0, 0, 0,
                toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), {new}
-        FROM (SELECT t.1 AS experiment_id, t.2 AS engine, t.3 AS install_id
-              FROM (SELECT arrayJoin({_keys_array(keys)}) AS t))"""
+        FROM ({" UNION ALL ".join(lists.rows)})"""
         )
-    guard = _guard(lists, (k for keys in groups.values() for k in keys), since)
+    guard = _guard(lists, since)
     return f"""
 INSERT INTO {TABLE} ({CLOSED_COLUMNS})
 {lists.with_clause(guard)}
@@ -322,10 +349,6 @@ FROM ({" UNION ALL ".join(sources)})
 WHERE refused = 0
 GROUP BY {KEY}, {CONTEXT}
 """
-
-
-def _keys_array(keys: Iterable[InstallKey]) -> str:
-    return "[" + ", ".join(f"({quote(e)}, {quote(g)}, {quote(i)})" for e, g, i in keys) + "]"
 
 
 def subsets_sql(installs: Sequence[InstallKey], since: str) -> str:
@@ -408,12 +431,13 @@ async def _recompute_chunk(
     if since is None:
         since = str((await store.query("SELECT toString(now64(6, 'UTC'))", read_only=True)).rows[0][0])
     plans = plans_of(installs, (r[:-1] for r in state.rows), targets)
-    valid = [p for p in plans if p.valid]
+    touched = [p for p in plans if p.valid and p.touched]
     whole = [p.key for p in plans if not p.valid]
-    if valid and slices:
-        await store.execute(installs_sql(valid, slices, since), background=background)
+    if touched:
+        await store.execute(installs_sql(touched, since), background=background)
     if whole:
         await store.execute(arrangement_stats.installs_sql(whole), background=background)
     await store.execute(subsets_sql(installs, since), background=background)
-    if any(p.action for p in plans):
-        await store.execute(closed_sql(plans, since), background=background)
+    if any(p.action for p in plans):  # and a first set for the installs without one
+        due = [replace(p, action=True) if not p.has_set and p.t_new > 0 else p for p in plans]
+        await store.execute(closed_sql(due, since), background=background)
