@@ -8,7 +8,7 @@ timeline reads a row per hour, arm, age and identified instead of one per instal
 Exactness comes as for the other aggregates: every (experiment, engine, hour) a batch
 touched is recomputed whole, from the deduplicated raw rows, before the batch is
 acknowledged (``streams/processors/arrangement_rollup.py``), and a bulk import recomputes
-every hour of the study (``streams/bulk_import.py``). The hour's per-install rows are read
+every hour of each day it touched (``streams/bulk_import.py``). The hour's per-install rows are read
 from ``extension_events``, which is ordered by time, so one hour is one contiguous range;
 the 10-second slices are ordered by install, and an hour of all installs would be a scan of
 the whole study. They count exactly what the slices count (``arrangement_stats``). The
