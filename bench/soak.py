@@ -19,8 +19,9 @@ SIGKILLed and restarted (Kafka, on ``--broker-kill-day``); the worker is SIGKILL
 operator upgrading mid-study would: days 1..``--migrate-after-day`` run the revision
 before the newest migration (``git archive``, with the clock offset's commit applied, run
 with the same virtualenv), then ``up`` is stopped (SIGINT), ``auditstream db migrate``
-of this checkout applies the newest migration to the data directory, and this checkout's
-``up`` carries on.
+of HEAD applies the newer migrations to the data directory, and HEAD's ``up`` carries on.
+The service always runs a ``git archive`` of a commit, never the working tree (which other
+work edits while a soak runs); a run that gets no 202 for 5 minutes is broken off.
 
 Per simulated day (each day ends when every accepted event is stored): each process's
 resident memory (``/proc/<pid>/status`` via ``data/run/*.pid``, the day's peak and its
@@ -186,8 +187,8 @@ class Service:
             "AUDITSTREAM_CLOCK_OFFSET_FILE": str(self.offset_file),
         }
 
-    def start(self, code: Path = REPO) -> None:
-        """``up`` from the checkout at ``code`` (this one, or the old revision's tree)."""
+    def start(self, code: Path) -> None:
+        """``up`` from the tree at ``code`` (HEAD's, or the old revision's)."""
         args = ["up", "--data-dir", str(self.data), "--port", str(self.port), "--api-key", KEY]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "auditstream", *args, "--broker", self.broker],
@@ -207,11 +208,11 @@ class Service:
             self.proc.wait(timeout=300)
         self.proc = None
 
-    def migrate(self) -> str:
+    def migrate(self, code: Path) -> str:
         out = subprocess.run(
             [sys.executable, "-m", "auditstream", "db", "migrate", "--data-dir", str(self.data)],
-            cwd=REPO,
-            env=self.env(REPO),
+            cwd=code,
+            env=self.env(code),
             capture_output=True,
             text=True,
             check=True,
@@ -228,6 +229,15 @@ class Service:
             return 0
 
 
+def tree_at(rev: str, tree: Path) -> Path:
+    """The files of commit ``rev`` (``git archive``): what the service runs, never the working
+    tree, which other work edits while a soak runs."""
+    tree.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
+
+
 def old_revision_tree(tmp: Path) -> tuple[str, Path]:
     """The tree of the revision before the last commit that added a migration (the schema an
     operator ran before upgrading), with the bench's clock offset applied."""
@@ -240,10 +250,7 @@ def old_revision_tree(tmp: Path) -> tuple[str, Path]:
         [*git, "show", "--diff-filter=A", "--name-only", "--format=", added, "--", migrations], text=True
     ).split()
     rev = subprocess.check_output([*git, "rev-parse", f"{added}^" if added else "HEAD"], text=True).strip()
-    tree = tmp / f"old-{rev[:8]}"
-    tree.mkdir()
-    archive = subprocess.run([*git, "archive", rev], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    tree = tree_at(rev, tmp / f"old-{rev[:8]}")
     if not (tree / "ingest" / "clock.py").exists():
         clock = subprocess.check_output(
             [*git, "log", "-n1", "--diff-filter=A", "--format=%H", "--", "ingest/clock.py"], text=True
@@ -258,11 +265,17 @@ def old_revision_tree(tmp: Path) -> tuple[str, Path]:
 # --- load --------------------------------------------------------------------------------
 
 
+class Stalled(RuntimeError):
+    """Intake refused everything for longer than a soak can wait: the run is broken off."""
+
+
 @dataclass
 class Poster:
     session: aiohttp.ClientSession
     url: str
+    stall_s: float = 300.0
     retried: dict[str, int] = field(default_factory=dict)
+    last_202: float = field(default_factory=time.monotonic)
 
     async def post(self, body: bytes, ids: list[str]) -> list[str]:
         """Post until answered 202 (same body, same ids); the ids accepted."""
@@ -272,6 +285,7 @@ class Poster:
                 async with self.session.post(self.url + "/v1/events", data=body, headers=headers) as r:
                     doc = await r.json(content_type=None)
                     if r.status == 202:
+                        self.last_202 = time.monotonic()
                         refused = {item["index"] for item in doc.get("rejected", [])}
                         return [i for n, i in enumerate(ids) if n not in refused]
                     if r.status != 503:
@@ -281,6 +295,8 @@ class Poster:
             except (aiohttp.ClientError, TimeoutError) as exc:
                 reason, wait = type(exc).__name__, 0.5
             self.retried[reason] = self.retried.get(reason, 0) + 1
+            if time.monotonic() - self.last_202 > self.stall_s:
+                raise Stalled(f"no 202 for {self.stall_s:.0f} s (last answer: {reason}); see data/logs")
             await asyncio.sleep(wait)
 
     async def sql(self, statement: str) -> list[list[Any]]:
@@ -565,7 +581,9 @@ def main() -> None:
         TrafficConfig(experiment_id=EXPERIMENT, seed=args.seed, installs=args.installs)
     )
     base_date = dt.datetime.now(dt.UTC).date() + dt.timedelta(days=1)
-    code, schema = REPO, "this checkout throughout"
+    head = subprocess.check_output(["git", "-C", str(REPO), "rev-parse", "HEAD"], text=True).strip()
+    new_code = tree_at(head, tmp / f"head-{head[:8]}")
+    code, schema = new_code, f"{head[:8]} throughout"
     if args.migrate_after_day:
         schema, code = old_revision_tree(tmp)
         console.print(f"days 1-{args.migrate_after_day} on {schema}")
@@ -575,6 +593,7 @@ def main() -> None:
     ids_path = tmp / "accepted-ids"
     days: list[Day] = []
     stored_total = 0
+    broken = ""
     try:
         with ProcessSampler(svc.data / "run") as sampler, ids_path.open("ab") as ids_out:
             sampler.sample()
@@ -626,15 +645,20 @@ def main() -> None:
                 )
                 if number == args.migrate_after_day:
                     svc.stop()
-                    applied = svc.migrate()
-                    svc.start(REPO)
-                    day.notes.append(f"stopped, `db migrate` ({applied}), up of this checkout")
+                    applied = svc.migrate(new_code)
+                    svc.start(new_code)
+                    day.notes.append(f"stopped, `db migrate` of {head[:8]} ({applied}), its up")
                     console.print(day.notes[-1])
+    except Stalled as exc:
+        broken = f"day {len(days) + 1}: {exc}"
+        console.print(f"[red]broken off: {broken}[/red]")
     finally:
         svc.stop()
     total_s = time.perf_counter() - began
-    console.print("checking exactness on the data directory ...")
-    checks = final_checks(svc.data, ids_path)
+    checks: dict[str, Any] = {"skipped": broken} if broken else {}
+    if not broken:
+        console.print("checking exactness on the data directory ...")
+        checks = final_checks(svc.data, ids_path)
     roles = sorted({n for d in days for n in d.figures["peak_mb"]})
     print_table(days, roles)
     base = args.base_day
@@ -657,6 +681,7 @@ def main() -> None:
         "worker_kill_day": worker_kill,
         "broker_kill_day": broker_kill if args.broker == "kafka" else None,
         "total_s": round(total_s),
+        "broken_off": broken or None,
         "load_min_max": [round(min(x[0] for x in loads), 2), round(max(x[0] for x in loads), 2)],
         f"last_to_day_{base}": ratios,
         "checks": checks,
@@ -666,7 +691,7 @@ def main() -> None:
     print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     console.print(f"figures: {tmp / 'soak.json'}")
     append_result(Path(__file__).parent / "results.jsonl", result)
-    if not args.keep:
+    if not args.keep and not broken:
         shutil.rmtree(svc.data, ignore_errors=True)
 
 
