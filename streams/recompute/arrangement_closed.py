@@ -36,7 +36,7 @@ a replayed batch writes the same rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from core.store import Store, StoreError
@@ -71,6 +71,8 @@ NEVER = 2**32 - 1
 
 HASH_SQL = f"cityHash64({KEY}, {CONTEXT})"
 """An install's page context as one number: a batch's touched contexts travel as these."""
+SUBSET_HASH_SQL = f"cityHash64({KEY}, arm, install_age_days, identified)"
+"""An install's (arm, age, identified), the key of its per-subset rows, as one number."""
 
 WHOLE_SQL = (
     "toUInt8(countIf(arm = '') = 1 AND maxIf(stale, arm = '') = 0 AND min(computed_at) = max(computed_at))"
@@ -115,6 +117,11 @@ class Plan:
     touched: tuple[int, ...] = ()
     """The page contexts of the install in the slices the batch touched, hashed (``HASH_SQL``):
     a context a hash names by chance is recomputed too, as exactly."""
+    subsets: tuple[int, ...] = ()
+    """Their (arm, age, identified), hashed (``SUBSET_HASH_SQL``): the per-subset rows to
+    recompute."""
+    sums: bool = False
+    """The set has rows besides its header."""
 
     @classmethod
     def of(
@@ -127,13 +134,26 @@ class Plan:
         whole: bool = False,
         oldest_touch: int = NEVER,
         touched: Iterable[int] = (),
+        subsets: Iterable[int] = (),
+        sums: bool = True,
     ) -> Plan:
         """``has_rows``: the install has rows in the table (a set, or part of one);
         ``whole``: they are a whole set, not stale; ``oldest_touch``: the oldest of its
-        slices the batch touched; ``touched``: its contexts there (``HASH_SQL``)."""
+        slices the batch touched; ``touched`` and ``subsets``: its contexts there;
+        ``sums``: its set has rows besides the header."""
         valid = (not has_rows or whole) and oldest_touch >= through
         action = not valid or (has_rows and through < target)
-        return cls(key, through, valid, max(through, target), action, has_rows, tuple(sorted(touched)))
+        return cls(
+            key,
+            through,
+            valid,
+            max(through, target),
+            action,
+            has_rows,
+            tuple(sorted(touched)),
+            tuple(sorted(subsets)),
+            has_rows and sums,
+        )
 
 
 def plans_of(
@@ -147,9 +167,8 @@ def plans_of(
         if key not in found:
             plans.append(Plan.of(key, target))
             continue
-        through, has_rows, whole, oldest = (int(str(v)) for v in found[key][:4])
-        hashes = found[key][4]
-        touched = [int(str(h)) for h in hashes] if isinstance(hashes, list) else []
+        through, has_rows, whole, oldest, sums = (int(str(v)) for v in found[key][:5])
+        touched, subsets = ([int(str(h)) for h in v] if isinstance(v, list) else [] for v in found[key][5:7])
         plans.append(
             Plan.of(
                 key,
@@ -159,6 +178,8 @@ def plans_of(
                 whole=bool(whole),
                 oldest_touch=oldest,
                 touched=touched,
+                subsets=subsets,
+                sums=bool(sums),
             )
         )
     return plans
@@ -264,21 +285,24 @@ def _between(lo: int | None, hi: int | None) -> str:
 def state_sql(installs: Sequence[InstallKey], slices: Collection[SliceKey]) -> str:
     """Per install of ``installs`` with rows in the table or in the ``slices`` a batch
     touched: its set's ``through``, whether it has rows and is a whole set (``WHOLE_SQL``),
-    the oldest of those slices (``NEVER``: none) and its page contexts in them (``HASH_SQL``);
-    with the store's time as a last column (taken before anything the recompute writes)."""
+    the oldest of those slices (``NEVER``: none), whether its set has rows besides the header,
+    and its page contexts in those slices (``HASH_SQL``, ``SUBSET_HASH_SQL``); with the
+    store's time as a last column (taken before anything the recompute writes)."""
     lists = _Lists()
     match = lists.match(installs)
+    none = "CAST([], 'Array(UInt64)')"
     return f"""
 {lists.with_clause()}
-SELECT {KEY}, toUInt32(max(through)), max(has_rows), min(whole), toUInt32(min(oldest)),
-       groupArrayArray(touched), toString(now64(6, 'UTC'))
+SELECT {KEY}, toUInt32(max(through)), max(has_rows), min(whole), toUInt32(min(oldest)), max(sums),
+       groupArrayArray(touched), groupArrayArray(subsets), toString(now64(6, 'UTC'))
 FROM (
     SELECT {KEY}, max(through) AS through, toUInt8(1) AS has_rows, {WHOLE_SQL} AS whole,
-           toDateTime({NEVER}, 'UTC') AS oldest, CAST([], 'Array(UInt64)') AS touched
+           toDateTime({NEVER}, 'UTC') AS oldest, toUInt8(countIf(arm != '') > 0) AS sums,
+           {none} AS touched, {none} AS subsets
     FROM {TABLE} FINAL WHERE {match} GROUP BY {KEY}
     UNION ALL
-    SELECT {KEY}, toDateTime(0, 'UTC'), toUInt8(0), toUInt8(1), min(slice_start),
-           groupUniqArray({HASH_SQL})
+    SELECT {KEY}, toDateTime(0, 'UTC'), toUInt8(0), toUInt8(1), min(slice_start), toUInt8(0),
+           groupUniqArray({HASH_SQL}), groupUniqArray({SUBSET_HASH_SQL})
     FROM ({_touched_sql(slices, match)}) GROUP BY {KEY}
 )
 GROUP BY {KEY}
@@ -298,8 +322,9 @@ def installs_sql(plans: Sequence[Plan], since: str) -> str:
         by_through[plan.through].append(plan.key)
     sources = []
     for through, keys in sorted(by_through.items()):
-        match = lists.match(keys)
-        sources += [_set_rows(match), _slice_rows(f"{match} AND {_between(through, None)}")]
+        sources.append(_slice_rows(f"{lists.match(keys)} AND {_between(through, None)}"))
+    if with_sums := [p.key for p in plans if p.sums]:
+        sources.append(_set_rows(lists.match(with_sums)))
     touched = ", ".join(str(h) for p in plans for h in p.touched)
     guard = _guard(lists, since)
     return f"""
@@ -351,19 +376,22 @@ GROUP BY {KEY}, {CONTEXT}
 """
 
 
-def subsets_sql(installs: Sequence[InstallKey], since: str) -> str:
-    """The per-subset rows of every (install, arm, age, identified) of ``installs`` whose
-    study-wide rows were written at or after ``since`` (the store's time before the
-    recompute), from the study-wide rows."""
+def subsets_sql(plans: Sequence[Plan]) -> str:
+    """The per-subset rows of the ``plans``' installs, from their study-wide rows (run right
+    after those): every (arm, age, identified) of an install recomputed whole, those of the
+    contexts the batch touched (``Plan.subsets``) of the others."""
     lists = _Lists()
-    match = lists.match(installs)
-    keys = "experiment_id, engine, install_id, arm, install_age_days, identified"
-    changed = (
-        f"SELECT {keys} FROM agg_arrangement_install WHERE {match} "
-        f"AND computed_at >= toDateTime64({quote(since)}, 6, 'UTC')"
-    )
-    select = subsets_select_sql(f"{match} AND ({keys}) IN ({changed})")
-    return f"INSERT INTO agg_arrangement_install_subset ({SUBSET_COLUMNS})\n{lists.with_clause()}" + select
+    parts = []
+    if whole := [p.key for p in plans if not p.valid]:
+        parts.append(lists.match(whole))
+    if valid := [p for p in plans if p.valid and p.subsets]:
+        parts.append(f"({lists.match(p.key for p in valid)} AND {SUBSET_HASH_SQL} IN subsets)")
+    if not parts:
+        raise ValueError("no per-subset rows to recompute")
+    subsets = ", ".join(str(h) for p in valid for h in p.subsets)
+    select = subsets_select_sql(" OR ".join(parts))
+    with_clause = lists.with_clause(f"[{subsets}] AS subsets") if valid else lists.with_clause()
+    return f"INSERT INTO agg_arrangement_install_subset ({SUBSET_COLUMNS})\n{with_clause}" + select
 
 
 def stale_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
@@ -419,6 +447,23 @@ async def recompute(
                     raise
 
 
+MAX_HASHES = 4000
+"""Hashes of touched contexts per statement (about 90 KiB of its text)."""
+
+
+def _portions(plans: list[Plan], hashes: Callable[[Plan], int]) -> list[list[Plan]]:
+    """``plans`` in runs of at most ``MAX_HASHES`` hashes each."""
+    out: list[list[Plan]] = [[]]
+    count = 0
+    for plan in plans:
+        if out[-1] and count + hashes(plan) > MAX_HASHES:
+            out.append([])
+            count = 0
+        out[-1].append(plan)
+        count += hashes(plan)
+    return [part for part in out if part]
+
+
 async def _recompute_chunk(
     store: Store,
     installs: Sequence[InstallKey],
@@ -431,13 +476,12 @@ async def _recompute_chunk(
     if since is None:
         since = str((await store.query("SELECT toString(now64(6, 'UTC'))", read_only=True)).rows[0][0])
     plans = plans_of(installs, (r[:-1] for r in state.rows), targets)
-    touched = [p for p in plans if p.valid and p.touched]
-    whole = [p.key for p in plans if not p.valid]
-    if touched:
-        await store.execute(installs_sql(touched, since), background=background)
-    if whole:
+    for part in _portions([p for p in plans if p.valid and p.touched], lambda p: len(p.touched)):
+        await store.execute(installs_sql(part, since), background=background)
+    if whole := [p.key for p in plans if not p.valid]:
         await store.execute(arrangement_stats.installs_sql(whole), background=background)
-    await store.execute(subsets_sql(installs, since), background=background)
+    for part in _portions([p for p in plans if not p.valid or p.subsets], lambda p: len(p.subsets)):
+        await store.execute(subsets_sql(part), background=background)
     if any(p.action for p in plans):  # and a first set for the installs without one
         due = [replace(p, action=True) if not p.has_set and p.t_new > 0 else p for p in plans]
         await store.execute(closed_sql(due, since), background=background)

@@ -58,26 +58,41 @@ def test_plans(state: dict[str, int], valid: bool, action: bool, t_new: int) -> 
 
 def test_plans_from_the_state_rows() -> None:
     other = ("e", "google", "install-2")
-    rows = [["e", "google", "install-1", T - DAY, 1, 1, T + 60, [7, 3]]]
+    rows = [["e", "google", "install-1", T - DAY, 1, 1, T + 60, 1, [7, 3], [5]]]
     first, second = ac.plans_of([KEY, other], rows, {("e", "google"): T})
-    assert (first.valid, first.action, first.touched, first.has_set) == (True, True, (3, 7), True)
-    assert (second.valid, second.action, second.has_set, second.through) == (True, False, False, 0)
+    assert (first.valid, first.action, first.has_set, first.sums) == (True, True, True, True)
+    assert (first.touched, first.subsets) == ((3, 7), (5,))
+    assert (second.valid, second.action, second.has_set, second.sums, second.through) == (
+        True,
+        False,
+        False,
+        False,
+        0,
+    )
 
 
-def test_statements_stay_inside_max_query_size() -> None:
-    """ClickHouse parses at most 256 KiB of a statement: a chunk of installs with long ids,
-    several contexts each, and a batch of many slices fits."""
+@pytest.mark.parametrize("contexts", [1, 5, 40, 5000])
+def test_statements_stay_inside_max_query_size(contexts: int) -> None:
+    """ClickHouse parses at most 256 KiB of a statement: a chunk of installs with the longest
+    ids, a batch of many slices and any number of touched contexts (hashes of 20 digits) fit,
+    the study-wide and per-subset rows split into portions of ``MAX_HASHES`` hashes."""
     installs = [("experiment-with-a-long-name", "google", f"{n:064d}") for n in range(ac.INSTALL_CHUNK)]
     slices = {("experiment-with-a-long-name", "google", T + 10 * n) for n in range(2000)}
+    wide = [2**64 - 1 - k for k in range(contexts)]
     plans = [
-        ac.Plan.of(key, T + DAY, through=T, has_rows=True, whole=True, touched=range(n, n + 5))
-        for n, key in enumerate(installs)
+        ac.Plan.of(key, T + DAY, through=T, has_rows=True, whole=True, touched=wide, subsets=wide)
+        for key in installs[: max(1, 1000 // contexts)]
     ]
     since = "2026-09-10 12:00:00.000000"
-    for sql in (
-        ac.state_sql(installs, slices),
-        ac.installs_sql(plans, since),
-        ac.closed_sql(plans, since),
-        ac.subsets_sql(installs, since),
-    ):
-        assert len(sql.encode()) < 256 * 1024
+    statements = [ac.state_sql(installs, slices), ac.closed_sql(plans, since)]
+    for part in ac._portions(plans, lambda p: len(p.touched)):
+        statements += [ac.installs_sql(part, since), ac.subsets_sql(part)]
+    assert all(len(sql.encode()) < 256 * 1024 for sql in statements)
+
+
+def test_portions_hold_at_most_max_hashes_each_unless_one_plan_has_more() -> None:
+    plans = [ac.Plan.of(("e", "g", str(n)), T, touched=range(n % 7 * 1000)) for n in range(20)]
+    parts = ac._portions(plans, lambda p: len(p.touched))
+    assert [p for part in parts for p in part] == plans and all(parts)
+    for part in parts:
+        assert len(part) == 1 or sum(len(p.touched) for p in part) <= ac.MAX_HASHES
