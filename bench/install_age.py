@@ -8,14 +8,16 @@ sums (migration 0034), in the same run.
 One fresh chDB (in a temporary folder) holds one study per level: ``--installs`` installs
 with ``level`` prior events each on average, about 20 a day (so 1000 events are 50 days),
 stored raw and recomputed as an import does. Then, round after round, a batch of ``--batch``
-events of every study arrives at its 'now' (18:00 of the day after its history); each batch
+events of every study arrives at its 'now' (18:00, the end of its history); each batch
 is stored raw and recomputed twice, the old way and the new, in alternating order (each
 leaves every table exact, so each finds what the other left). Timed per batch: the roll-up's
 statements (the touched slices, then the study-wide and per-subset rows; the new way also
 its plan and, once a day per install, the closed sums), as wall time and as this process's
 CPU time (chDB runs in it). Prints the medians, each level's ratio to the ~10 level of the
-same way and the new way's ratio to the old, checks that the study-wide rows equal a recount,
-and appends a JSON line with the git sha to ``bench/results.jsonl``.
+same way and the new way's ratio to the old, and a single first batch of the next day (02:00,
+when the new way also moves the touched installs' closed sums a day forward); checks that
+the study-wide rows equal a recount, and appends a JSON line with the git sha to
+``bench/results.jsonl``.
 """
 
 from __future__ import annotations
@@ -147,23 +149,34 @@ async def run(path: Path, installs: int, levels: list[int], rounds: int, size: i
             (w, lv): [] for w in WAYS for lv in levels
         }
         touched: dict[int, list[int]] = {level: [] for level in levels}
+
+        async def batch_at(level: int, moment: datetime) -> Batch:
+            events = [
+                received(e, moment + timedelta(milliseconds=i))
+                for i, e in enumerate(itertools.islice(traffic[level], size))
+            ]
+            await store.insert_json_rows("raw_extension_events", b"\n".join(orjson.dumps(e) for e in events))
+            slices = slice_keys(events, clicks_by_rank.SLICE_S)
+            await store.execute(clicks_by_rank.recompute_sql(slices))
+            touched[level].append(len(install_keys(events)))
+            return slices, sorted(install_keys(events))
+
         for n in range(rounds):
             order = levels[n % len(levels) :] + levels[: n % len(levels)]
             for level in order:
-                moment = NOW + timedelta(seconds=10 * n)
-                events = [
-                    received(e, moment + timedelta(milliseconds=i))
-                    for i, e in enumerate(itertools.islice(traffic[level], size))
-                ]
-                await store.insert_json_rows(
-                    "raw_extension_events", b"\n".join(orjson.dumps(e) for e in events)
-                )
-                slices = slice_keys(events, clicks_by_rank.SLICE_S)
-                await store.execute(clicks_by_rank.recompute_sql(slices))
-                batch: Batch = (slices, sorted(install_keys(events)))
-                touched[level].append(len(batch[1]))
+                batch = await batch_at(level, NOW + timedelta(seconds=10 * n))
                 for way in ["old", "new"] if n % 2 else ["new", "old"]:
                     samples[way, level].append(await timed(WAYS[way], store, batch))
+        # the first batch of the next day (02:00): the new way also advances the sets it touches
+        rollover = {}
+        for level in levels:
+            batch = await batch_at(level, NOW + timedelta(hours=8))
+            for way in ("new", "old"):
+                wall, cpu = await timed(WAYS[way], store, batch)
+                rollover[f"{way} {level}"] = {
+                    "wall_ms": round(wall * 1000, 1),
+                    "cpu_ms": round(cpu * 1000, 1),
+                }
         medians = {
             f"{way} {level}": {
                 "wall_ms": round(statistics.median(s[0] for s in runs) * 1000, 1),
@@ -205,6 +218,7 @@ async def run(path: Path, installs: int, levels: list[int], rounds: int, size: i
             "medians": medians,
             "ratios_to_fewest_prior_events": ratios,
             "new_to_old": new_to_old,
+            "first_batch_of_a_day": rollover,
             "differing_rows": {f"{lv}": await differing_rows(store, f"prior{lv}") for lv in levels},
         }
     finally:
