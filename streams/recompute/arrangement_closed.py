@@ -104,9 +104,9 @@ class Plan:
     from ``through`` on); otherwise every context is recomputed from all of the install's
     slices. ``action``: the set is written anew through ``t_new`` (advanced from the old one,
     or rebuilt from the slices when not valid). An install without a set (``has_set``) is
-    valid, all of its slices being after ``through`` = 0; it gets one whenever sets of its
-    chunk are written (at the latest with the next day's advances), so that it reads at most
-    a day or two of slices in the meantime."""
+    valid, all of its slices being after ``through`` = 0; it gets one once it has slices
+    before ``t_new`` (``older_slices_sql``), or earlier whenever sets of its chunk are
+    written, so that it reads at most a day or two of slices meanwhile."""
 
     key: InstallKey
     through: int
@@ -394,6 +394,17 @@ def subsets_sql(plans: Sequence[Plan]) -> str:
     return f"INSERT INTO agg_arrangement_install_subset ({SUBSET_COLUMNS})\n{with_clause}" + select
 
 
+def older_slices_sql(plans: Sequence[Plan]) -> str:
+    """The installs of ``plans`` (installs without a set) with slices before ``t_new``: their
+    first set is due (the others have all of their slices after it, a day's at most)."""
+    lists = _Lists()
+    by_target: dict[int, list[InstallKey]] = defaultdict(list)
+    for plan in plans:
+        by_target[plan.t_new].append(plan.key)
+    parts = [f"({lists.match(keys)} AND {_between(None, t)})" for t, keys in sorted(by_target.items())]
+    return f"{lists.with_clause()}\nSELECT DISTINCT {KEY} FROM agg_arrangement_10s WHERE {' OR '.join(parts)}"
+
+
 def stale_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
     """Mark stale the set of every install with raw rows of one experiment and engine in
     [lo, hi) (unix seconds): a header newer than its rows, with ``stale = 1``."""
@@ -476,12 +487,16 @@ async def _recompute_chunk(
     if since is None:
         since = str((await store.query("SELECT toString(now64(6, 'UTC'))", read_only=True)).rows[0][0])
     plans = plans_of(installs, (r[:-1] for r in state.rows), targets)
+    if fresh := [p for p in plans if not p.has_set and p.t_new > 0]:  # their first set, once due
+        older = await store.query(older_slices_sql(fresh), read_only=True)
+        older_keys = {(str(e), str(g), str(i)) for e, g, i in older.rows}
+        plans = [replace(p, action=True) if p.key in older_keys else p for p in plans]
     for part in _portions([p for p in plans if p.valid and p.touched], lambda p: len(p.touched)):
         await store.execute(installs_sql(part, since), background=background)
     if whole := [p.key for p in plans if not p.valid]:
         await store.execute(arrangement_stats.installs_sql(whole), background=background)
     for part in _portions([p for p in plans if not p.valid or p.subsets], lambda p: len(p.subsets)):
         await store.execute(subsets_sql(part), background=background)
-    if any(p.action for p in plans):  # and a first set for the installs without one
+    if any(p.action for p in plans):  # and a first set for every install without one
         due = [replace(p, action=True) if not p.has_set and p.t_new > 0 else p for p in plans]
         await store.execute(closed_sql(due, since), background=background)

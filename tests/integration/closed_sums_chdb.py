@@ -40,6 +40,9 @@ START = datetime(2026, 9, 1, tzinfo=UTC)
 HISTORY_DAYS = 4
 LIVE_DAYS = 5
 BATCHES_PER_DAY = 3
+FRESH = "fresh-install-0001"
+YOUNG = "closed-young"
+GOOGLE = (("google", 1.0),)
 
 CONTEXT = (
     "experiment_id, engine, install_id, arm, "
@@ -63,7 +66,7 @@ SLICE = "toStartOfInterval(received_at, INTERVAL 10 SECOND)"
 INSTALL_RECOUNT = f"""
 SELECT {CONTEXT}, {COUNTS}, toDateTime(min({SLICE}), 'UTC') AS first_slice,
        toDateTime(max({SLICE}), 'UTC') AS last_slice
-FROM extension_events WHERE experiment_id = '{EXP}' AND {{where}}
+FROM extension_events WHERE experiment_id = '__EXP__' AND {{where}}
 GROUP BY experiment_id, engine, install_id, arm, age, ident, ads, boxp, ssr
 """
 INSTALL_STORED = """
@@ -89,41 +92,41 @@ FROM ({INSTALL_RECOUNT.format(where="1")})
 ARRAY JOIN arrayFilter(s -> s != '', [{IN_SUBSETS}]) AS subset
 GROUP BY experiment_id, engine, subset, install_id, arm, age, ident
 """
-SUBSET_STORED = f"""
+SUBSET_STORED = """
 SELECT experiment_id, engine, subset, install_id, arm, install_age_days, identified, units, impressions,
        clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other
-FROM agg_arrangement_install_subset FINAL WHERE experiment_id = '{EXP}'
+FROM agg_arrangement_install_subset FINAL WHERE experiment_id = '__EXP__'
 """
 SLICE_RECOUNT = f"""
 SELECT engine, install_id, toDateTime({SLICE}, 'UTC') AS slice, arm, {COUNTS}
-FROM extension_events WHERE experiment_id = '{EXP}'
+FROM extension_events WHERE experiment_id = '__EXP__'
 GROUP BY engine, install_id, slice, arm
 """
-SLICE_STORED = f"""
+SLICE_STORED = """
 SELECT engine, install_id, slice_start, arm, sum(units), sum(impressions), sumForEach(clicks), sum(clicks_ad),
        sum(clicks_box), sum(clicks_ssr), sum(clicks_other)
-FROM agg_arrangement_10s FINAL WHERE experiment_id = '{EXP}'
+FROM agg_arrangement_10s FINAL WHERE experiment_id = '__EXP__'
 GROUP BY engine, install_id, slice_start, arm
 """
-MINUTE_RECOUNT = f"""
+MINUTE_RECOUNT = """
 SELECT engine, arm, r, toStartOfMinute(received_at) AS window_start, countIf(type = 'click'),
        countIf(type = 'serp_view'),
        countIf(type = 'click' AND page_index = 0 AND ifNull(original_rank, 0) = r)
-FROM extension_events ARRAY JOIN range(1, 11) AS r WHERE experiment_id = '{EXP}'
+FROM extension_events ARRAY JOIN range(1, 11) AS r WHERE experiment_id = '__EXP__'
 GROUP BY engine, arm, r, window_start
 """
-MINUTE_STORED = f"""
+MINUTE_STORED = """
 SELECT engine, arm, original_rank, window_start, units, impressions, clicks
-FROM clicks_by_rank_1m WHERE experiment_id = '{EXP}'
+FROM clicks_by_rank_1m WHERE experiment_id = '__EXP__'
 """
 CLOSED_SETS = f"""
 SELECT install_id, engine, max(through) AS through, {arrangement_closed.WHOLE_SQL} AS whole
-FROM agg_arrangement_install_closed FINAL WHERE experiment_id = '{EXP}'
+FROM agg_arrangement_install_closed FINAL WHERE experiment_id = '__EXP__'
 GROUP BY install_id, engine
 """
 
 
-async def differing(store: ChdbStore, one: str, other: str) -> int:
+async def differing_rows(store: ChdbStore, one: str, other: str) -> int:
     """Rows of either query missing from the other."""
     total = 0
     for a, b in ((one, other), (other, one)):
@@ -132,33 +135,36 @@ async def differing(store: ChdbStore, one: str, other: str) -> int:
     return total
 
 
-async def differences(store: ChdbStore, hourly: bool = False) -> dict[str, int]:
+async def differences(store: ChdbStore, hourly: bool = False, exp: str = EXP) -> dict[str, int]:
     """Per derived table, the rows that differ from a recount from the raw rows; for the
     closed sums, the whole sets whose rows differ from a recount before their ``through``."""
+
+    async def differing(one: str, other: str) -> int:
+        return await differing_rows(store, one.replace("__EXP__", exp), other.replace("__EXP__", exp))
+
     out = {
-        "agg_arrangement_10s": await differing(store, SLICE_STORED, SLICE_RECOUNT),
+        "agg_arrangement_10s": await differing(SLICE_STORED, SLICE_RECOUNT),
         "agg_arrangement_install": await differing(
-            store,
-            INSTALL_STORED.format(table="agg_arrangement_install", exp=EXP),
+            INSTALL_STORED.format(table="agg_arrangement_install", exp=exp),
             INSTALL_RECOUNT.format(where="1"),
         ),
-        "agg_arrangement_install_subset": await differing(store, SUBSET_STORED, SUBSET_RECOUNT),
-        "clicks_by_rank_1m": await differing(store, MINUTE_STORED, MINUTE_RECOUNT),
+        "agg_arrangement_install_subset": await differing(SUBSET_STORED, SUBSET_RECOUNT),
+        "clicks_by_rank_1m": await differing(MINUTE_STORED, MINUTE_RECOUNT),
     }
-    sets = (await store.query(CLOSED_SETS)).rows
+    sets = (await store.query(CLOSED_SETS.replace("__EXP__", exp))).rows
     wrong = 0
     for install_id, engine, through, whole in sets:
         if not int(whole):
             continue  # never read: its install is recomputed whole and its set rebuilt
         mine = f"install_id = '{install_id}' AND engine = '{engine}'"
-        stored = INSTALL_STORED.format(table="agg_arrangement_install_closed", exp=EXP) + f" AND {mine}"
+        stored = INSTALL_STORED.format(table="agg_arrangement_install_closed", exp=exp) + f" AND {mine}"
         recount = INSTALL_RECOUNT.format(
             where=f"{mine} AND received_at < toDateTime64('{through}', 3, 'UTC')"
         )
-        wrong += await differing(store, stored, recount) > 0
+        wrong += await differing(stored, recount) > 0
     out["agg_arrangement_install_closed"] = wrong
     if hourly:
-        expected = hourly_recount((await store.query(HOURLY_RECOUNT.format(exp=EXP))).dicts())
+        expected = hourly_recount((await store.query(HOURLY_RECOUNT.format(exp=exp))).dicts())
         stored_hours = {
             (r["engine"], int(r["hour"]), r["arm"], int(r["age"]), int(r["ident"])): (
                 [r["units"], r["impressions"], *r["clicks"]],
@@ -168,7 +174,7 @@ async def differences(store: ChdbStore, hourly: bool = False) -> dict[str, int]:
                     for c in ("units", "impressions", "clicks")
                 ),
             )
-            for r in (await store.query(HOURLY_STORED.format(exp=EXP))).dicts()
+            for r in (await store.query(HOURLY_STORED.format(exp=exp))).dicts()
         }
         keys = expected.keys() | stored_hours.keys()
         out["agg_arrangement_replicates_1h"] = sum(expected.get(k) != stored_hours.get(k) for k in keys)
@@ -231,6 +237,10 @@ async def run(path: Path, events: int) -> dict[str, Any]:
             p_new_install=0.5,
         )
         traffic: Iterator[dict[str, Any]] = ExtensionTraffic(config).events()
+        young_config = TrafficConfig(
+            experiment_id=YOUNG, installs=8, seed=35, today=START.date(), engines=GOOGLE
+        )
+        young: Iterator[dict[str, Any]] = ExtensionTraffic(young_config).events()
         per_batch = max(1, events // ((HISTORY_DAYS + LIVE_DAYS) * BATCHES_PER_DAY))
 
         # 1. the first days stored and recomputed as before migration 0034, then its backfill
@@ -253,7 +263,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
             for statement in backfill.statements:
                 await store.execute(statement)
         out["upgrade"] = await differences(store, hourly=True)
-        out["upgrade_sets"] = len((await store.query(CLOSED_SETS)).rows)
+        out["upgrade_sets"] = len((await store.query(CLOSED_SETS.replace("__EXP__", EXP))).rows)
 
         rollup = ArrangementRollup(store, interval_s=0.0, max_backoff_s=0.5, hourly_interval_s=0.0)
         try:
@@ -263,7 +273,13 @@ async def run(path: Path, events: int) -> dict[str, Any]:
                 for batch in range(BATCHES_PER_DAY):
                     when = (START + timedelta(days=day)).date()
                     events_now = stamped(list(itertools.islice(traffic, per_batch)), when, 6 + 5 * batch)
+                    for e in events_now[:2] if batch == 0 else ():
+                        e["install_id"], e["engine"] = FRESH, "google"  # an install new to the study
                     await stream(store, rollup, events_now)
+                    # and a study that begins now: none of its installs has a set yet
+                    await stream(
+                        store, rollup, stamped(list(itertools.islice(young, 12)), when, 7 + 5 * batch)
+                    )
                     live.append(events_now)
                 out[f"day {day}"] = {**await differences(store), "plans": counted.take()}
             throughs = await store.query(
@@ -271,6 +287,17 @@ async def run(path: Path, events: int) -> dict[str, Any]:
                 f"WHERE experiment_id = '{EXP}' AND arm = '' ORDER BY through"
             )
             out["throughs"] = [str(r[0]) for r in throughs.rows]
+            fresh = await store.query(
+                f"SELECT toString(max(through)) FROM agg_arrangement_install_closed FINAL "
+                f"WHERE experiment_id = '{EXP}' AND install_id = '{FRESH}' AND arm = ''"
+            )
+            out["fresh install through"] = str(fresh.rows[0][0]) if fresh.rows else None
+            out["young"] = await differences(store, exp=YOUNG)
+            young_sets = await store.query(
+                "SELECT toString(min(through)), toString(max(through)), count() FROM "
+                f"agg_arrangement_install_closed FINAL WHERE experiment_id = '{YOUNG}' AND arm = ''"
+            )
+            out["young sets"] = [str(v) for v in young_sets.rows[0]]
 
             # 3. a late event: an install's event of an old day, after its day was closed
             late = stamped(list(itertools.islice(traffic, 1)), (START + timedelta(days=1)).date(), 23)
@@ -282,17 +309,20 @@ async def run(path: Path, events: int) -> dict[str, Any]:
             out["replay"] = {**await differences(store), "plans": counted.take()}
 
             # 5. a crash half-way through writing a set: some of its rows written, wrong ones
-            whole = f"SELECT install_id, engine FROM ({CLOSED_SETS}) WHERE whole LIMIT 1"
+            whole = (
+                f"SELECT install_id, engine FROM ({CLOSED_SETS.replace('__EXP__', EXP)}) WHERE whole LIMIT 1"
+            )
             (victim,) = (await store.query(whole)).rows
             await store.execute(
                 "INSERT INTO agg_arrangement_install_closed SELECT * REPLACE (units + 1000 AS units, "
                 f"now64(6) AS computed_at) FROM agg_arrangement_install_closed FINAL WHERE experiment_id = "
                 f"'{EXP}' AND install_id = '{victim[0]}' AND engine = '{victim[1]}' AND arm != '' LIMIT 1"
             )
+            sets = CLOSED_SETS.replace("__EXP__", EXP)
+            mine = f"install_id = '{victim[0]}' AND engine = '{victim[1]}'"
             out["half-written set is whole"] = int(
-                (await store.query(f"SELECT whole FROM ({CLOSED_SETS}) WHERE install_id = '{victim[0]}' "
-                                   f"AND engine = '{victim[1]}'")).rows[0][0]
-            )  # fmt: skip
+                (await store.query(f"SELECT whole FROM ({sets}) WHERE {mine}")).rows[0][0]
+            )
             more = list(itertools.islice(traffic, per_batch))
             for e in more[::2]:
                 e["install_id"], e["engine"] = victim  # the batch touches the install of that set

@@ -6,10 +6,12 @@ half-written by a crash, and an import of old events (``closed_sums_chdb``)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from tests.helpers import run_own_process
-from tests.integration.closed_sums_chdb import HISTORY_DAYS, LIVE_DAYS
+from tests.integration.closed_sums_chdb import HISTORY_DAYS, LIVE_DAYS, START
 
 pytestmark = pytest.mark.integration
 
@@ -36,6 +38,12 @@ def test_every_derived_table_equals_a_recount_after_each_step() -> None:
     # the upgrade gave every install of the history a set; each live day closed one more day
     assert out["upgrade_sets"] > 20
     assert len(out["throughs"]) >= LIVE_DAYS
+    # an install new to the study gets its set once a day of its is closed, and keeps it moving
+    last_boundary = START + timedelta(days=HISTORY_DAYS + LIVE_DAYS - 1)
+    assert out["fresh install through"] == last_boundary.strftime("%Y-%m-%d %H:%M:%S")
+    # so do the installs of a study that began after the upgrade, exactly
+    assert not any(n for table, n in out["young"].items() if table != "plans"), out["young"]
+    assert out["young sets"] == [last_boundary.strftime("%Y-%m-%d %H:%M:%S")] * 2 + ["8"]
     for day in range(HISTORY_DAYS, HISTORY_DAYS + LIVE_DAYS):
         plans = out[f"day {day}"]["plans"]
         assert plans.get("whole", 0) == 0 and plans["closed"] > 20, (day, plans)  # from closed sums
