@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from streams.recompute import arrangement_closed as ac
+from streams.recompute import arrangement_stats
 
 DAY = 86400
 T = int(datetime(2026, 9, 10, tzinfo=UTC).timestamp())  # a day boundary
@@ -84,7 +85,11 @@ def test_statements_stay_inside_max_query_size(contexts: int) -> None:
         for key in installs[: max(1, 1000 // contexts)]
     ]
     since = "2026-09-10 12:00:00.000000"
-    statements = [ac.state_sql(installs, slices), ac.closed_sql(plans, since)]
+    statements = [
+        ac.state_sql(installs, slices),
+        ac.closed_sql(plans, since),
+        arrangement_stats.installs_sql(installs),
+    ]
     for part in ac._portions(plans, lambda p: len(p.touched)):
         statements += [ac.installs_sql(part, since), ac.subsets_sql(part)]
     assert all(len(sql.encode()) < 256 * 1024 for sql in statements)
