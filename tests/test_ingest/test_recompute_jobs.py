@@ -25,7 +25,7 @@ from core.store.base import NoStore, QueryLimits, QueryResult, Store
 from ingest.api_keys import KeyFile
 from ingest.app import create_app
 from ingest.importing import IMPORTER, RECOMPUTES, Recomputes
-from streams.recompute import clicks_by_rank
+from streams.recompute import arrangement_hourly, clicks_by_rank
 
 DAY = 86400
 DAY0 = 20_000 * DAY
@@ -81,7 +81,14 @@ class Service:
 
 
 @pytest.fixture
-async def service(tmp_path: Path) -> AsyncIterator[Service]:
+async def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Service]:
+    async def hourly(store: Store, lo: int, hi: int, raw_where: str, stored_where: str) -> None:
+        """The per-hour replicate sums of a day (computed from Arrow reads and inserted since
+        the closed sums, migration 0034; tested on chDB in test_closed_sums and test_import):
+        here one statement, so that holding and failing the store still apply to it."""
+        await store.execute(f"-- hourly replicate sums {lo}-{hi}")
+
+    monkeypatch.setattr(arrangement_hourly, "_recompute", hourly)
     settings = Settings(data_dir=tmp_path, kafka_bootstrap="127.0.0.1:9")
     _, admin = KeyFile(settings.resolved_keys_file).create("lab", ("admin",))
     store = HeldStore()
@@ -113,7 +120,8 @@ async def test_each_day_named_twice_or_more_is_recomputed_once(service: Service)
     done = await service.until_ended(state["id"])
     assert done["status"] == "done" and done["done"] == 3
     assert days_recomputed(service.store) == [3, 1, 2]  # each once, in the order first named
-    assert len(service.store.statements) == 3 * 2  # the minute aggregate and the 10 s slices
+    per_day = len(service.store.statements) // 3  # the same statements for each day, once
+    assert per_day >= 2 and len(service.store.statements) == 3 * per_day
 
 
 async def test_a_large_recompute_is_answered_before_its_work_is_done(service: Service) -> None:
@@ -136,8 +144,12 @@ async def test_a_large_recompute_is_answered_before_its_work_is_done(service: Se
 
 
 async def test_a_recompute_the_store_breaks_off_is_reported_failed(service: Service) -> None:
-    service.store.fail_at = 5  # the third day's second statement
-    status, state = await service.post({"spans": [span(d) for d in range(10)]})
+    status, state = await service.post({"spans": [span(0)]})  # how many statements one day takes
+    await service.until_ended(state["id"])
+    per_day = len(service.store.statements)
+    service.store.statements.clear()
+    service.store.fail_at = 2 * per_day + 1  # the third day's second statement
+    status, state = await service.post({"spans": [span(d) for d in range(1, 11)]})
     assert status == 202
     failed = await service.until_ended(state["id"])
     assert failed["status"] == "failed" and failed["error"] == "store_unavailable", failed
