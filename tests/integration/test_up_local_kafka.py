@@ -165,7 +165,7 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
                 os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(900)
 def test_the_whole_service_stopped_and_killed_mid_stream_loses_nothing(data_dir: Path) -> None:
     started = time.monotonic()
     port = free_port()
