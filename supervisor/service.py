@@ -376,9 +376,11 @@ class Supervisor:
     async def _restart_local_kafka(self) -> None:
         """Start a local Kafka that exited again, on its log: what it acknowledged is on disk.
 
-        The workers and ingest stay up and reconnect: the consumer group's offsets are in
-        that log too, and ingest, on one broker, sends again what is not stored yet after the
-        outage (ingest/producer.py); the worker drops the copies."""
+        Ingest stays up and reconnects, and on one broker sends again what is not stored yet
+        after the outage (ingest/producer.py); the worker drops the copies. The workers are
+        started again once Kafka is back (the consumer group's offsets are in its log): a
+        faust worker left to rejoin was seen silent for minutes after "Ignoring missing
+        topic", as with tansu (``_restart_broker``)."""
         assert isinstance(self.broker, LocalKafka)
         if self.broker_failures:
             with contextlib.suppress(TimeoutError):  # a backoff that SIGINT ends
@@ -398,7 +400,11 @@ class Supervisor:
         else:
             self.broker_failures = 0
             self._broker_files()
-            console.print("[green]Kafka is back")
+            console.print("[green]Kafka is back; starting the workers again")
+            workers = [c for c in self.children if c.name.startswith("worker-")]
+            await asyncio.gather(*(worker.stop(5.0) for worker in workers))
+            for worker in workers:
+                await worker.start()
 
     async def stop(self) -> None:
         # Stop the load first, then intake, then what drains Kafka, then storage.
