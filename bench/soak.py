@@ -62,7 +62,7 @@ from rich.table import Table
 
 from bench.common import append_result, git_sha, percentile
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from supervisor.broker import free_port
+from supervisor.broker import free_port, rss_mb
 from supervisor.children import wait_http
 
 KEY = "bench-key-0123456789-padded-to-35-chars"
@@ -74,16 +74,6 @@ console = Console(stderr=True)
 
 
 # --- processes: memory and CPU from /proc -------------------------------------------------
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def _cpu_ticks(pid: int) -> tuple[int, int] | None:
@@ -141,7 +131,7 @@ class ProcessSampler:
                 if before is not None and before[:2] == (pid, start):
                     self.cpu_s[name] = self.cpu_s.get(name, 0.0) + (used - before[2]) / CLOCK_TICK
                 self._seen[name] = (pid, start, used)
-                mb = _rss_mb(pid)
+                mb = rss_mb(pid)
                 self.last_mb[name] = mb
                 self.peak_mb[name] = max(self.peak_mb.get(name, 0.0), mb)
 
@@ -486,17 +476,7 @@ def final_checks(data: Path, ids_path: Path) -> dict[str, Any]:
         )
 
         def install_days() -> None:
-            def keyed(rows: list[dict[str, Any]]) -> dict[tuple, tuple]:
-                return {
-                    (r["install_id"], r["arm"], r["day"], int(r["identified"])): (
-                        r["units"],
-                        r["impressions"],
-                        r["c1"],
-                        r["ad"],
-                    )
-                    for r in rows
-                }
-
+            keyed = e2e.install_day_counts
             recount = keyed(db.sql(e2e.INSTALL_RECOUNT.format(exp=EXPERIMENT)))
             assert recount and keyed(db.sql(e2e.INSTALL_STORED.format(exp=EXPERIMENT))) == recount
 

@@ -65,17 +65,21 @@ GROUP BY install_id, arm, day, identified
 """
 
 
+def install_day_counts(rows: list[dict]) -> dict:
+    """Per (install, arm, day, identified): units, impressions, c1 clicks and ad clicks."""
+    return {
+        (r["install_id"], r["arm"], r["day"], int(r["identified"])): (
+            r["units"],
+            r["impressions"],
+            r["c1"],
+            r["ad"],
+        )
+        for r in rows
+    }
+
+
 def assert_install_stats_exact(svc: Service, exp: str) -> None:
-    def keyed(rows: list[dict]) -> dict:
-        return {
-            (r["install_id"], r["arm"], r["day"], int(r["identified"])): (
-                r["units"],
-                r["impressions"],
-                r["c1"],
-                r["ad"],
-            )
-            for r in rows
-        }
+    keyed = install_day_counts
 
     def matches() -> bool:
         recount = keyed(svc.sql(INSTALL_RECOUNT.format(exp=exp)))
