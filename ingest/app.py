@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from core.data_lock import HELD_ENV
 from core.settings import Settings
 from core.store import Store, open_store
 from core.store.base import NoStore
@@ -37,7 +39,8 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
         replay_max_bytes=settings.replay_max_bytes,
         worker_group=WORKER_GROUP,
         unstored_limit_s=settings.unstored_limit_s,
-        run_dir=settings.run_dir,
+        # the pause and state files are for the embedded supervisor's broker rotation only
+        run_dir=settings.run_dir if os.environ.get(HELD_ENV) else None,
     )
     in_process = store is not None
     if store is None:

@@ -230,13 +230,16 @@ class Supervisor:
                 if isinstance(self.broker, LocalKafka) and not self.broker.alive():
                     await self._restart_local_kafka()
                 elif not self.broker.alive():
-                    console.print("[red]the tansu broker died; restarting it (its in-memory events are lost)")
+                    console.print(
+                        "[red]the tansu broker died; restarting it (ingest sends again what is unstored)"
+                    )
                     await self._restart_broker()
                     self.broker_started = time.monotonic()
-                why = self._rotation_due()
+                rss = self.broker.rss_mb()
+                why = self._rotation_due(rss)
                 if why:
                     await self._rotate_broker(why)
-                rss = self.broker.rss_mb()
+                    rss = self.broker.rss_mb()
                 now = time.monotonic()
                 tansu = isinstance(self.broker, TansuBroker)  # Kafka's heap is bounded (-Xmx)
                 if tansu and rss > self.settings.broker_memory_warn_mb and now - last_memory_note > 60:
@@ -250,13 +253,12 @@ class Supervisor:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), 1.0)
 
-    def _rotation_due(self) -> str:
+    def _rotation_due(self, rss: float) -> str:
         """Why the embedded broker should be replaced now ("" if not; never a Kafka, which
         keeps its log on disk and trims it by retention)."""
         s, now = self.settings, time.monotonic()
         if now < self.rotation_postponed_until or not isinstance(self.broker, TansuBroker):
             return ""
-        rss = self.broker.rss_mb()
         if s.broker_rotate_mb and rss > s.broker_rotate_mb:
             return f"it holds {rss:.0f} MiB (AUDITSTREAM_BROKER_ROTATE_MB={s.broker_rotate_mb})"
         if s.broker_rotate_every_s and now - self.broker_started > s.broker_rotate_every_s:
@@ -343,6 +345,12 @@ class Supervisor:
             for doc in states
         )
 
+    async def _stop_workers(self, timeout_s: float) -> list[Child]:
+        """Stop every worker (SIGTERM, then SIGKILL after ``timeout_s``); the workers stopped."""
+        workers = [c for c in self.children if c.name.startswith("worker-")]
+        await asyncio.gather(*(worker.stop(timeout_s) for worker in workers))
+        return workers
+
     async def _restart_broker(self, worker_stop_s: float = 15.0) -> None:
         """Stop the workers, start a new broker, then start the workers on it.
 
@@ -355,8 +363,7 @@ class Supervisor:
         machine.
         """
         assert isinstance(self.broker, TansuBroker)
-        workers = [c for c in self.children if c.name.startswith("worker-")]
-        await asyncio.gather(*(worker.stop(worker_stop_s) for worker in workers))
+        workers = await self._stop_workers(worker_stop_s)
         await self.broker.stop()
         try:
             await self.broker.start_and_wait(all_topics(self.settings.topic_prefix), self.settings.partitions)
@@ -401,9 +408,7 @@ class Supervisor:
             self.broker_failures = 0
             self._broker_files()
             console.print("[green]Kafka is back; starting the workers again")
-            workers = [c for c in self.children if c.name.startswith("worker-")]
-            await asyncio.gather(*(worker.stop(5.0) for worker in workers))
-            for worker in workers:
+            for worker in await self._stop_workers(5.0):
                 await worker.start()
 
     async def stop(self) -> None:
