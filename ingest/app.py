@@ -13,13 +13,14 @@ from core.store import Store, open_store
 from core.store.base import NoStore
 from ingest import board, experiments, handlers, importing, key_info, openapi, protocol_errors, reports
 from ingest.api_keys import KeyFile
-from ingest.app_state import ARMS, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.app_state import ARMS, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, SQL_GUARD, STORE
 from ingest.clock import CLOCK, Clock
 from ingest.metrics import IngestMetrics
 from ingest.middlewares import observe
 from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
 from ingest.registered_arms import RegisteredArms
+from ingest.sql_guard_pool import guard_from
 from schemas.topics import WORKER_GROUP
 
 
@@ -48,6 +49,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
         store = open_store(settings) if has_store else NoStore("ingest has no store configured")
     app[STORE] = store
     app[ARMS] = RegisteredArms(store)
+    app[SQL_GUARD] = guard_from(settings)  # its processes start at the first statement
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         await app[PRODUCER].start()
@@ -56,6 +58,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
         yield
         await app[CLOCK].close()
         await app[ARMS].close()
+        app[SQL_GUARD].shutdown()
         await app[PRODUCER].stop()
         await app[STORE].close()
 

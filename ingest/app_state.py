@@ -13,6 +13,7 @@ from ingest.metrics import IngestMetrics
 from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
 from ingest.registered_arms import RegisteredArms
+from ingest.sql_guard_pool import SqlGuard
 
 CONFIG = web.AppKey("config", Settings)
 KEYS = web.AppKey("keys", KeyFile)
@@ -21,6 +22,7 @@ METRICS = web.AppKey("metrics", IngestMetrics)
 PRODUCER = web.AppKey("producer", EventProducer)
 STORE = web.AppKey("store", Store)
 ARMS = web.AppKey("arms", RegisteredArms)
+SQL_GUARD = web.AppKey("sql_guard", SqlGuard)
 BOARD_STATE: web.AppKey[Callable[[], str]] = web.AppKey("board_state")
 """The board's compute process, as ``/readyz`` reports it: "starting" until it has started
 and warmed its caches (the first board or report answer waits for that), then "ready", or

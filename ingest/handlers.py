@@ -18,12 +18,12 @@ from pydantic import BaseModel
 from core.store import QueryResult, StoreError, StoreUnavailable
 from core.store.base import QueryLimits, StoreBusy
 from ingest.api_keys import ApiKey
-from ingest.app_state import ARMS, BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, STORE
+from ingest.app_state import ARMS, BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, SQL_GUARD, STORE
 from ingest.clock import CLOCK
 from ingest.errors import problem
 from ingest.producer import BrokerUnavailable, Paused, StorageBehind
 from ingest.registered_arms import without_unregistered
-from ingest.sql_guard_pool import checked, guard_for
+from ingest.sql_guard_pool import checked
 from ingest.validation import validate_batch, without_conflicting_ids
 from schemas.analyst_sql import check_statement_size
 from schemas.event_types import FAMILY_BY_TYPE, POSTING_SCOPES, SCOPE_BY_TYPE
@@ -232,7 +232,7 @@ async def post_sql(request: web.Request) -> web.Response:
         check_statement_size(sql, config.sql_max_statement_bytes)
     except StatementTooLarge as exc:
         raise problem(413, "statement_too_large", str(exc)) from None
-    guard = guard_for(request.app, config)
+    guard = request.app[SQL_GUARD]
     with guard.in_flight.slot(key.id, config.retry_after_s):
         text = await checked(guard, sql, config.retry_after_s)
         result = await read_query(request, text, limits=config.sql_limits)

@@ -18,7 +18,6 @@ import logging
 import multiprocessing
 import os
 import signal
-import weakref
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -32,8 +31,6 @@ from schemas.analyst_sql import guard_analyst_sql
 from schemas.sql import ReadOnlyViolation, StatementTooLarge
 
 if TYPE_CHECKING:  # not at run time: the guard's processes import this module
-    from aiohttp import web
-
     from core.settings import Settings
 
 
@@ -195,19 +192,11 @@ async def checked(guard: SqlGuard, sql: str, retry_after_s: int) -> str:
         ) from None
 
 
-_GUARDS: weakref.WeakKeyDictionary[web.Application, SqlGuard] = weakref.WeakKeyDictionary()
-
-
-def guard_for(app: web.Application, settings: Settings) -> SqlGuard:
-    """The app's guard: made at its first statement (most services never get one) and shut
-    down with the app (when it is collected, or at exit)."""
-    guard = _GUARDS.get(app)
-    if guard is None:
-        guard = _GUARDS[app] = SqlGuard(
-            settings.sql_guard_processes,
-            settings.sql_guard_cpu_s,
-            settings.sql_max_concurrent_per_key,
-            settings.sql_max_statement_bytes,
-        )
-        weakref.finalize(app, guard.shutdown)
-    return guard
+def guard_from(settings: Settings) -> SqlGuard:
+    """The app's guard from its settings; its processes start at the first statement."""
+    return SqlGuard(
+        settings.sql_guard_processes,
+        settings.sql_guard_cpu_s,
+        settings.sql_max_concurrent_per_key,
+        settings.sql_max_statement_bytes,
+    )

@@ -22,7 +22,8 @@ from core.settings import Settings
 from core.store.base import NoStore
 from ingest.api_keys import ApiKey, KeyFile
 from ingest.app import create_app
-from ingest.sql_guard_pool import GuardTooSlow, InFlight, SqlGuard, guard_for
+from ingest.app_state import SQL_GUARD
+from ingest.sql_guard_pool import GuardTooSlow, InFlight, SqlGuard
 from schemas.sql import ReadOnlyViolation
 
 SLOW = "SELECT " + "+".join(["1"] * 30_000)
@@ -42,7 +43,7 @@ class Client:
 
     @property
     def guard(self) -> SqlGuard:
-        return guard_for(self.http.server.app, self.settings)
+        return self.http.server.app[SQL_GUARD]
 
 
 @pytest.fixture
@@ -55,8 +56,7 @@ async def client(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
     test_client = TestClient(TestServer(app))
     await test_client.start_server()
     yield Client(test_client, settings, keys)
-    await test_client.close()
-    guard_for(app, settings).shutdown()
+    await test_client.close()  # the app's cleanup shuts its guard down
 
 
 def test_in_flight_counts_each_key_up_to_its_cap() -> None:
