@@ -13,7 +13,8 @@ sweep through calendar day d, UTC (each install's events of a day fall in a coup
 dozen 10-second slices spread over the day), so days close for the per-install statistics
 as they would in a real study.
 
-During the run: the broker is replaced (tansu: rotations past ``--rotate-mb``) or
+During the run: the broker is replaced (tansu: daily at ``--rotate-at`` on the service's
+clock, and past ``--rotate-mb``) or
 SIGKILLed and restarted (Kafka, on ``--broker-kill-day``); the worker is SIGKILLed on
 ``--worker-kill-day`` (the supervisor restarts it); and the schema is migrated as an
 operator upgrading mid-study would: days 1..``--migrate-after-day`` run the revision
@@ -152,6 +153,7 @@ class Service:
     tmp: Path
     broker: str
     rotate_mb: int
+    rotate_at: str = ""
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -174,6 +176,7 @@ class Service:
             "AUDITSTREAM_RATE_LIMIT_RPS": "1e9",
             "AUDITSTREAM_RATE_LIMIT_BURST": "1000000000",
             "AUDITSTREAM_BROKER_ROTATE_MB": str(self.rotate_mb),
+            "AUDITSTREAM_BROKER_ROTATE_AT": self.rotate_at,
             "AUDITSTREAM_CLOCK_OFFSET_FILE": str(self.offset_file),
         }
 
@@ -542,6 +545,9 @@ def main() -> None:
     parser.add_argument("--installs", type=int, default=2000)
     parser.add_argument("--rate", type=float, default=6000, help="events/s posted (paced)")
     parser.add_argument("--rotate-mb", type=int, default=512, help="AUDITSTREAM_BROKER_ROTATE_MB (tansu)")
+    parser.add_argument(
+        "--rotate-at", default="04:00", help="AUDITSTREAM_BROKER_ROTATE_AT (tansu; '' = by size only)"
+    )
     parser.add_argument("--worker-kill-day", type=int, default=None, help="default: two thirds in")
     parser.add_argument("--broker-kill-day", type=int, default=None, help="Kafka only; default: half way")
     parser.add_argument(
@@ -556,7 +562,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix=f"soak-{args.broker}-"))
     console.print(f"soak: {args.days} days x {args.events_per_day:,} events, {args.broker}, in {tmp}")
-    svc = Service(tmp, args.broker, args.rotate_mb)
+    svc = Service(tmp, args.broker, args.rotate_mb, args.rotate_at)
     traffic = ExtensionTraffic(
         TrafficConfig(experiment_id=EXPERIMENT, seed=args.seed, installs=args.installs)
     )
@@ -656,6 +662,7 @@ def main() -> None:
         "installs": args.installs,
         "rate": args.rate,
         "rotate_mb": args.rotate_mb,
+        "rotate_at": args.rotate_at,
         "schema": schema,
         "migrated_after_day": args.migrate_after_day,
         "worker_kill_day": worker_kill,

@@ -199,6 +199,13 @@ class Settings(BaseSettings):
     broker_rotate_every_s: float = Field(
         0.0, ge=0, description="Also replace the embedded broker this often (seconds; 0 = only by size)."
     )
+    broker_rotate_at: str = Field(
+        "",
+        pattern=r"^$|^([01]\d|2[0-3]):[0-5]\d$",
+        description="Also replace the embedded broker every day at this UTC time (HH:MM; '' = off), "
+        "so its memory peaks at one day's traffic: intake answers 503 broker_rotating for a few "
+        "seconds, which the extension retries. Pick a quiet hour of the study's panel.",
+    )
     clock_offset_file: Path | None = Field(
         None,
         description="Benchmarks and soak tests only: a file holding whole seconds that ingest adds to "

@@ -27,14 +27,19 @@ from rich.panel import Panel
 from core.data_lock import HELD_ENV
 from core.settings import Settings
 from ingest.api_keys import SCOPES
+from ingest.clock import read_offset
 from ingest.producer import PAUSE_FILE
 from schemas.topics import all_topics
 from supervisor.broker import BrokerError, TansuBroker, create_topics, free_port, port_open
 from supervisor.children import Child, wait_http
 from supervisor.kafka_cluster import KafkaClusterError, KafkaDist, LocalKafka, require_tools
+from supervisor.rotation_schedule import daily_rotation_due
 
 PAUSE_BELOW = 5000
-"""A broker rotation pauses intake once fewer accepted events than this wait to be stored."""
+"""A broker rotation pauses intake once fewer accepted events than this wait to be stored ..."""
+PRE_DRAIN_S = 3.0
+"""... or after this long: under steady load the backlog never falls that low, and waiting
+longer lets the broker grow past its threshold (by ~32% at 4,000 events/s with a 60 s wait)."""
 
 console = Console(stderr=True)
 
@@ -62,6 +67,8 @@ class Supervisor:
         self.env = dict(os.environ)
         self.worker_metrics: list[str] = []
         self.broker_started = time.monotonic()
+        self.broker_started_at = self._service_time()
+        """When the broker started on the service's clock (for ``broker_rotate_at``)."""
         self.rotations = 0
         self.rotation_postponed_until = 0.0
         self.broker_failures = 0
@@ -132,7 +139,7 @@ class Supervisor:
             await ingest.start()
             await wait_http(f"http://{s.host}:{s.port}/readyz", 60, ingest)
         self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        self.broker_started = time.monotonic()  # a scheduled rotation counts from a running service
+        self._broker_started()  # a scheduled rotation counts from a running service
 
     async def _local_kafka(self) -> LocalKafka:
         """The local Apache Kafka, fetched with Maven first if this machine has not got it."""
@@ -234,7 +241,7 @@ class Supervisor:
                         "[red]the tansu broker died; restarting it (ingest sends again what is unstored)"
                     )
                     await self._restart_broker()
-                    self.broker_started = time.monotonic()
+                    self._broker_started()
                 rss = self.broker.rss_mb()
                 why = self._rotation_due(rss)
                 if why:
@@ -263,7 +270,18 @@ class Supervisor:
             return f"it holds {rss:.0f} MiB (AUDITSTREAM_BROKER_ROTATE_MB={s.broker_rotate_mb})"
         if s.broker_rotate_every_s and now - self.broker_started > s.broker_rotate_every_s:
             return f"it ran {s.broker_rotate_every_s:.0f} s (AUDITSTREAM_BROKER_ROTATE_EVERY_S)"
+        if daily_rotation_due(self.broker_started_at, self._service_time(), s.broker_rotate_at):
+            return f"it is past {s.broker_rotate_at} UTC (AUDITSTREAM_BROKER_ROTATE_AT)"
         return ""
+
+    def _service_time(self) -> float:
+        """Epoch seconds on ingest's clock: the wall clock, plus a bench's offset if set."""
+        offset_file = self.settings.clock_offset_file
+        return time.time() + (read_offset(offset_file) if offset_file else 0)
+
+    def _broker_started(self) -> None:
+        self.broker_started = time.monotonic()
+        self.broker_started_at = self._service_time()
 
     async def _rotate_broker(self, why: str, drain_timeout_s: float = 60.0) -> None:
         """Replace the embedded broker once everything it holds is stored: tansu keeps every
@@ -284,8 +302,8 @@ class Supervisor:
         )
         started = time.monotonic()
         try:
-            while self._unstored() > PAUSE_BELOW and time.monotonic() - started < drain_timeout_s:
-                await asyncio.sleep(0.25)  # let the worker catch up first, so the pause is short
+            while self._unstored() > PAUSE_BELOW and time.monotonic() - started < PRE_DRAIN_S:
+                await asyncio.sleep(0.25)  # let the worker catch up a little, so the pause is short
             paused, asked = time.monotonic(), time.time()
             pause.write_text(why + "\n")
             while not self._drained(asked):
@@ -298,7 +316,7 @@ class Supervisor:
                 await asyncio.sleep(0.25)
             drained = time.monotonic()
             await self._restart_broker(worker_stop_s=3.0)  # drained: a worker has nothing left to lose
-            self.broker_started = time.monotonic()
+            self._broker_started()
             self.rotations += 1
             with contextlib.suppress(OSError):
                 (run_dir / "broker.rotations").write_text(f"{self.rotations}\n")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -29,11 +31,27 @@ def rotations(data_dir: Path) -> int:
         return 0
 
 
+def jump_to_before(offset_file: Path, hhmm: str, seconds: int) -> None:
+    """Move the service's clock (bench-only offset) to ``seconds`` before tomorrow's ``hhmm``."""
+    hour, minute = map(int, hhmm.split(":"))
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    target = tomorrow.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    offset_file.write_text(str(round(target.timestamp() - seconds - time.time())))
+
+
 @pytest.mark.timeout(600)
 def test_the_broker_is_replaced_mid_stream_and_nothing_accepted_is_lost(tmp_path: Path) -> None:
-    env = {"AUDITSTREAM_BROKER_ROTATE_EVERY_S": "15", "AUDITSTREAM_BATCH_WITHIN_S": "0.1"}
+    """The daily replacement (AUDITSTREAM_BROKER_ROTATE_AT) on the service's clock, moved to
+    a few seconds before that hour once the service runs."""
+    offset_file = tmp_path / "clock-offset"
+    env = {
+        "AUDITSTREAM_BROKER_ROTATE_AT": "04:00",
+        "AUDITSTREAM_CLOCK_OFFSET_FILE": str(offset_file),
+        "AUDITSTREAM_BATCH_WITHIN_S": "0.1",
+    }
     with own_service(tmp_path / "data", KEY, env=env) as svc:
         experiment = f"rot-{uuid.uuid4().hex[:8]}"
+        jump_to_before(offset_file, "04:00", 10)
         first_broker = svc.pid("broker")
         poster = Poster(svc, experiment)
         # events are accepted before the rotation, refused during it, and accepted after it
