@@ -11,7 +11,17 @@ from core.data_lock import HELD_ENV
 from core.settings import Settings
 from core.store import Store, open_store
 from core.store.base import NoStore
-from ingest import board, experiments, handlers, importing, key_info, openapi, protocol_errors, reports
+from ingest import (
+    board,
+    experiments,
+    handlers,
+    importing,
+    key_info,
+    openapi,
+    participants,
+    protocol_errors,
+    reports,
+)
 from ingest.api_keys import KeyFile
 from ingest.app_state import ARMS, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, SQL_GUARD, STORE
 from ingest.clock import CLOCK, Clock
@@ -72,6 +82,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     key_info.add_routes(app)
     board.add_routes(app, settings, store, in_process=in_process or not has_store_settings(settings))
     importing.add_routes(app)
+    participants.add_routes(app)
     reports.add_routes(app)
     openapi.add_routes(app)
     return app

@@ -9,6 +9,7 @@ from aiohttp import web
 from core.settings import Settings
 from core.store import Store
 from ingest.api_keys import KeyFile
+from ingest.erased_installs import ErasedInstalls
 from ingest.metrics import IngestMetrics
 from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
@@ -22,6 +23,7 @@ METRICS = web.AppKey("metrics", IngestMetrics)
 PRODUCER = web.AppKey("producer", EventProducer)
 STORE = web.AppKey("store", Store)
 ARMS = web.AppKey("arms", RegisteredArms)
+ERASED = web.AppKey("erased_installs", ErasedInstalls)
 SQL_GUARD = web.AppKey("sql_guard", SqlGuard)
 BOARD_STATE: web.AppKey[Callable[[], str]] = web.AppKey("board_state")
 """The board's compute process, as ``/readyz`` reports it: "starting" until it has started

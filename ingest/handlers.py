@@ -18,7 +18,18 @@ from pydantic import BaseModel
 from core.store import QueryResult, StoreError, StoreUnavailable
 from core.store.base import QueryLimits, StoreBusy
 from ingest.api_keys import ApiKey
-from ingest.app_state import ARMS, BOARD_STATE, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, SQL_GUARD, STORE
+from ingest.app_state import (
+    ARMS,
+    BOARD_STATE,
+    CONFIG,
+    ERASED,
+    KEYS,
+    LIMITER,
+    METRICS,
+    PRODUCER,
+    SQL_GUARD,
+    STORE,
+)
 from ingest.clock import CLOCK
 from ingest.errors import problem
 from ingest.producer import BrokerUnavailable, Paused, StorageBehind
@@ -111,6 +122,7 @@ async def post_events(request: web.Request) -> web.Response:
     accepted, rejected = without_conflicting_ids(*validate_batch(items))
     if accepted:
         accepted, rejected = without_unregistered(accepted, rejected, await app[ARMS].current())
+        accepted, rejected = app[ERASED].without_erased(accepted, rejected)
     for r in rejected:
         metrics.rejected.labels(r.reason, key.name).inc()
     if accepted:

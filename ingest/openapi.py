@@ -51,6 +51,7 @@ from ingest.openapi_models import (
     BoardExperimentPanel,
     BoardIndex,
     BoardPersonalizationPanel,
+    ErasureAnswer,
     EventsAccepted,
     EventsAllRejected,
     ExperimentReport,
@@ -63,6 +64,7 @@ from ingest.openapi_models import (
     SqlResult,
     Timeline,
 )
+from ingest.participants import MAX_INSTALLS, EraseIn
 from ingest.reports import ExperimentReportRequest, TimelineRequest
 from schemas.event_types import POSTING_SCOPES, SCOPE_BY_TYPE, AnyEvent
 from schemas.experiments import ExperimentConfig
@@ -175,6 +177,7 @@ CODES: dict[str, str] = {
     "broker_rotating": "the embedded broker is being replaced (seconds); retry the whole request",
     "recompute_busy": "as many recomputes as one process runs are running",
     "unknown_recompute": "no recompute has this id (one is kept a day after it ends)",
+    "erasure_incomplete": "the store refused a step of the erasure; send the same request again",
 }
 """Every error code, as ``Problem.error`` carries it."""
 RETRIED = frozenset(
@@ -192,6 +195,7 @@ RETRIED = frozenset(
         "storage_behind",
         "broker_rotating",
         "recompute_busy",
+        "erasure_incomplete",
     }
 )
 """Codes answered with ``Retry-After``: an outage to wait out."""
@@ -361,7 +365,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "event is validated on its own: besides its schema, an event of a registered experiment "
         "must name one of its engines and an arm that engine runs (`unregistered_arm`), and an "
         "event that reuses the `event_id` of an earlier one in the request with other content is "
-        "refused (`conflicting_event_id`). The invalid ones are listed in `rejected`: 202 when "
+        "refused (`conflicting_event_id`), as is an event of an erased install (`install_erased`). "
+        "The invalid ones are listed in `rejected`: 202 when "
         "any event was valid, 422 when none was.",
     ),
     Operation(
@@ -495,6 +500,20 @@ OPERATIONS: tuple[Operation, ...] = (
         RecomputeState,
         errors={404: ("unknown_recompute",)},
         params=(Param("recompute_id", "path", {"type": "string"}),),
+    ),
+    Operation(
+        "POST",
+        "/v1/participants/erase",
+        "Erase volunteers' installs: every row of each, from every raw and derived table",
+        "admin",
+        ErasureAnswer,
+        errors=merged(JSON_BODY, {400: ("bad_request",), 503: ("store_unavailable", "erasure_incomplete")}),
+        body=EraseIn,
+        rules=f"At most {MAX_INSTALLS} installs, each erased in turn (seconds each): its rows are deleted "
+        "from the raw events, the onboarding answers, the dead letters and the per-install tables, "
+        "what sums over installs is recomputed, and its events are refused (`install_erased`) and "
+        "dropped by the worker from then on. A receipt per install names it by the SHA-256 of its "
+        "id; the same rows go to `erasure_log`. Erasing again is harmless (a receipt of zeros).",
     ),
     Operation("GET", "/v1/board/index", "What the board can show", "read", BoardIndex, errors=BOARD),
     Operation(

@@ -244,6 +244,22 @@ class RecomputeState(_Closed):
     message: str | None = None
 
 
+class ErasureReceipt(_Closed):
+    """What one erasure did (``streams/erasure.py``); a row of ``erasure_log`` too."""
+
+    erasure_id: str = Field(description="A UUID.")
+    install_hash: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the install id, hex.")
+    requested_by: Literal["operator", "volunteer"]
+    started_at: str
+    finished_at: str
+    rows_removed: dict[str, int] = Field(description="Rows deleted, per table.")
+    total_rows_removed: int = Field(ge=0)
+
+
+class ErasureAnswer(_Closed):
+    receipts: list[ErasureReceipt]
+
+
 # --------------------------------------------------------------------------- board
 
 

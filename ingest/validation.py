@@ -30,11 +30,13 @@ REASONS = (
     "invalid_value",
     "unregistered_arm",
     "conflicting_event_id",
+    "install_erased",
 )
 """``unregistered_arm``: an event of a registered experiment naming an arm or an engine it does
 not run (``ingest/registered_arms.py``). ``conflicting_event_id``: an event whose id an
 earlier event of the same request has, with other content (events are stored once per id,
-the first; a copy with the same content is accepted, and stored once)."""
+the first; a copy with the same content is accepted, and stored once). ``install_erased``: an
+event of an install whose data was erased (``ingest/erased_installs.py``)."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from core.store import Store, StoreError
+from schemas.erased_installs import HASHES_SQL, INSTALL_HASH_SQL
 from schemas.sql import quote
 from schemas.topics import EXTENSION, Family
 from schemas.wire import parse_received_at
@@ -155,6 +156,8 @@ class BulkImporter:
                 fresh = f"SELECT event_id FROM {new}"
                 again = f"SELECT event_id FROM {raw} WHERE {where} AND event_id IN ({fresh})"
                 guarded = f"SELECT * FROM {new} WHERE event_id NOT IN ({again})"
+                if "install_id" in family.required:  # an erased install's events, never again
+                    guarded += f" AND {INSTALL_HASH_SQL} NOT IN ({HASHES_SQL})"
                 await self.store.execute(f"INSERT INTO {raw} {guarded}")
             finally:
                 await self.store.execute(f"DROP TABLE IF EXISTS {new}")

@@ -12,6 +12,7 @@ from auditstream.cli import (
     importing,
     keys,
     parse,
+    participants,
     report,
     rules,
     services,
@@ -43,6 +44,7 @@ app.add_typer(crawl.app, name="crawl")
 app.add_typer(parse.app, name="parse")
 app.add_typer(rules.app, name="rules")
 app.add_typer(extension.app, name="extension")
+app.add_typer(participants.app, name="participants")
 
 
 def main() -> None:

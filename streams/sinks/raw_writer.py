@@ -14,6 +14,7 @@ import orjson
 
 from core.store import Store, StoreError
 from core.store.base import unfound
+from schemas.erased_installs import erased_lookup_sql
 from schemas.sql import quote
 from schemas.topics import Family
 from streams.metrics import WorkerMetrics
@@ -65,9 +66,11 @@ class RawWriter:
 
     def _lookups(self, family: Family, batch: DecodedBatch) -> list[str]:
         """The queries that find the batch's event ids already stored (client retries and
-        replays), a chunk of ids each."""
+        replays), a chunk of ids each, and those of erased installs (never stored again:
+        ``streams/erasure.py``)."""
         if not batch.events:
             return []
+        erased = erased_lookup_sql(batch.events) if "install_id" in family.required else []
         oldest = min(e["received_at"] for e in batch.events)
         out = []
         for start in range(0, len(batch.events), ID_CHUNK):
@@ -77,7 +80,7 @@ class RawWriter:
                 f"WHERE received_at >= toDateTime64({quote(oldest)}, 3, 'UTC') "
                 f"- INTERVAL {self.horizon_days} DAY AND event_id IN ({ids})"
             )
-        return out
+        return [*out, *erased]
 
     async def _existing_ids(self, family: Family, batch: DecodedBatch) -> set[str]:
         """Event ids of the batch already stored (client retries and replays)."""

@@ -75,6 +75,12 @@ generation.mode = "positive"
 include-name = "POST /v1/import/recompute"
 generation.mode = "negative"
 phases.stateful.enabled = false
+
+# a valid request erases for seconds (tests/integration/test_erasure.py): the invalid ones here
+[[operations]]
+include-name = "POST /v1/participants/erase"
+generation.mode = "negative"
+phases.stateful.enabled = false
 """
 
 WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {

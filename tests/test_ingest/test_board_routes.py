@@ -15,6 +15,7 @@ from core.store.base import NoStore, QueryLimits, QueryResult, Store
 from ingest.api_keys import KeyFile
 from ingest.app import create_app
 from ingest.registered_arms import REGISTRY_SQL
+from schemas.erased_installs import HASHES_SQL
 
 
 class RecordingStore(Store):
@@ -29,7 +30,7 @@ class RecordingStore(Store):
     async def query(
         self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
     ) -> QueryResult:
-        if sql != REGISTRY_SQL:  # the intake's own read of the registry, every few seconds
+        if sql not in (REGISTRY_SQL, HASHES_SQL):  # the intake's own reads, every few seconds
             self.queries.append((sql, read_only))
         return QueryResult()
 
