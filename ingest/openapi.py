@@ -64,7 +64,7 @@ from ingest.openapi_models import (
     SqlResult,
     Timeline,
 )
-from ingest.participants import MAX_INSTALLS, EraseIn
+from ingest.participants import MAX_INSTALLS, EraseIn, EraseOwnIn
 from ingest.reports import ExperimentReportRequest, TimelineRequest
 from schemas.event_types import POSTING_SCOPES, SCOPE_BY_TYPE, AnyEvent
 from schemas.experiments import ExperimentConfig
@@ -178,6 +178,8 @@ CODES: dict[str, str] = {
     "recompute_busy": "as many recomputes as one process runs are running",
     "unknown_recompute": "no recompute has this id (one is kept a day after it ends)",
     "erasure_incomplete": "the store refused a step of the erasure; send the same request again",
+    "not_owner": "the install's data can be erased only with the key its extension made",
+    "not_stored_yet": "the install's onboarding answers are not stored yet; send the request again",
 }
 """Every error code, as ``Problem.error`` carries it."""
 RETRIED = frozenset(
@@ -196,6 +198,7 @@ RETRIED = frozenset(
         "broker_rotating",
         "recompute_busy",
         "erasure_incomplete",
+        "not_stored_yet",
     }
 )
 """Codes answered with ``Retry-After``: an outage to wait out."""
@@ -514,6 +517,29 @@ OPERATIONS: tuple[Operation, ...] = (
         "what sums over installs is recomputed, and its events are refused (`install_erased`) and "
         "dropped by the worker from then on. A receipt per install names it by the SHA-256 of its "
         "id; the same rows go to `erasure_log`. Erasing again is harmless (a receipt of zeros).",
+    ),
+    Operation(
+        "POST",
+        "/v1/participants/erase-own",
+        "A volunteer's extension erases its own install",
+        "ingest",
+        ErasureAnswer,
+        errors=merged(
+            JSON_BODY,
+            {
+                400: ("bad_request",),
+                403: ("not_owner",),
+                409: ("not_stored_yet",),
+                503: ("store_unavailable", "erasure_incomplete"),
+            },
+        ),
+        body=EraseOwnIn,
+        rules="With the public ingest key and the secret the extension made at installation, whose "
+        "SHA-256 came with its onboarding answers (`erasure_key_sha256`): the erasure of "
+        "`/v1/participants/erase`, requested by `volunteer`. Any other key, or an install whose "
+        "answers hold no key, is `not_owner`; answers not stored yet (sent seconds ago) are "
+        "`not_stored_yet`, to be sent again. Once erased, the same request is answered with "
+        "that erasure's receipt.",
     ),
     Operation("GET", "/v1/board/index", "What the board can show", "read", BoardIndex, errors=BOARD),
     Operation(

@@ -159,6 +159,18 @@ class BoxSubset(_Closed):
     arms: list[ReportArm]
 
 
+class MarketHealth(_Closed):
+    """One engine market of an experiment (``analytics/reports/markets.py``)."""
+
+    market: str = Field(description="The Google domain's country code or Bing's market; '' when unknown.")
+    events: int
+    identified_share: Number
+    units_by_arm: dict[str, int] = Field(description="Clicks kept after preprocessing, per arm.")
+    srm_chi2: Number
+    srm_p_value: Number
+    srm_mismatch: bool | None = Field(description="p below the SRM alpha (null: unregistered, or no units).")
+
+
 class ExperimentReport(_Closed):
     """``auditstream report experiment --format json``."""
 
@@ -186,6 +198,9 @@ class ExperimentReport(_Closed):
         description="An n_candidates quintile: the n_candidates_bucket range its units were "
         "counted in (above: exclusive, at_most: inclusive; null where the quintile is open). "
         "The preprocessing rows use the quintile's boundaries over all units.",
+    )
+    markets: list[MarketHealth] | None = Field(
+        default=None, description="Per engine market: events, identified share, SRM of the kept clicks."
     )
 
 
@@ -368,6 +383,7 @@ class BoardExperimentPanel(_Closed):
     box_subset: Figure3
     drops: list[BoardDrops]
     srm: Srm
+    markets: list[MarketHealth] = Field(description="Identification and SRM per engine market, busiest first")
 
 
 class ChurnGrid(_Closed):

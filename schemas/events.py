@@ -236,6 +236,9 @@ LanguageCode = Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z]{2,
 CountryCode = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Z]{2}$")]
 
 
+ErasureKeyHash = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{64}$")]
+
+
 class InstallProfile(_Event):
     """The onboarding form, sent once per install: consent, and coarse bins for describing
     and reweighting the panel (the paper's appendix C.3). Every answer is optional; a
@@ -268,6 +271,9 @@ class InstallProfile(_Event):
     country: CountryCode | None = None
     """ISO 3166-1 alpha-2: the country the person searches from."""
     search_frequency: SearchFrequency | None = None
+    erasure_key_sha256: ErasureKeyHash | None = None
+    """The SHA-256 of a random secret the extension keeps: with the secret, and only with it,
+    the volunteer can have the install's data erased (``POST /v1/participants/erase-own``)."""
 
     @model_validator(mode="after")
     def _declined_answers_nothing(self) -> InstallProfile:

@@ -17,8 +17,9 @@ worker keeps storing while an erasure runs:
    aggregate, whose rows of that day are deleted first, the hours' replicate sums with
    tombstones for what is gone), then per study the installs whose closed sums went stale
    and the stored looks of the sequential test.
-4. After ``settle_s`` (the worker's deferred statistics read their rows up to a few seconds
-   before they write them), the per-install deletes and the days' hourly sums run again.
+4. After ``settle_s`` (a worker statement that read the install's rows before the deletes
+   may write after them: the store runs the worker's derived statements beside ours), the
+   per-install deletes and step 3 run again.
 
 The receipt (also a row of ``erasure_log``) names the install by its hash only, with the
 rows removed per table.
@@ -40,7 +41,7 @@ from schemas.erased_installs import TABLE as ERASED
 from schemas.erased_installs import install_hash
 from schemas.sql import quote
 from streams.bulk_import import DAY_S, BulkImporter, Span
-from streams.recompute import arrangement_hourly, clicks_by_rank
+from streams.recompute import clicks_by_rank
 
 LOG_TABLE = "erasure_log"
 RAW_TABLES = ("raw_extension_events", "raw_install_profiles")
@@ -75,6 +76,8 @@ class Receipt:
     started_at: str
     finished_at: str = ""
     rows_removed: dict[str, int] = field(default_factory=dict)
+    key_hashes: list[str] = field(default_factory=list)
+    """The install's erasure key hashes (its onboarding answers'): kept in the log only."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,7 +93,7 @@ class Receipt:
     def log_row(self) -> dict[str, Any]:
         row = self.to_json()
         del row["total_rows_removed"]
-        return row
+        return {**row, "erasure_keys_sha256": self.key_hashes}
 
 
 def _now() -> str:
@@ -124,8 +127,25 @@ class Eraser:
             f"SELECT {quote(receipt.install_hash)}, {quote(receipt.erasure_id)}, now64(3)"
         )
         spans = await self._spans(q)
+        keys = await self.store.query(
+            "SELECT DISTINCT erasure_key_sha256 FROM raw_install_profiles "
+            f"WHERE install_id = {q} AND erasure_key_sha256 != ''"
+        )
+        receipt.key_hashes = sorted(str(r[0]) for r in keys.rows)
         await self._delete_per_install(q, receipt.rows_removed)
         await self._delete("dead_letters", dead_letter_match(install_id), receipt.rows_removed)
+        await self._recompute(spans)
+        # the second pass: what the worker derived from rows it read before the deletes
+        await asyncio.sleep(self.settle_s)
+        await self._delete_per_install(q, receipt.rows_removed, tables=PER_INSTALL_DERIVED)
+        await self._recompute(spans)
+        receipt.finished_at = _now()
+        await self.store.insert_json_rows(LOG_TABLE, _log_line(receipt))
+        return receipt
+
+    async def _recompute(self, spans: set[Span]) -> None:
+        """Each day's minute aggregate (its rows deleted first: a slice left with no event
+        would keep its old row), slices and hourly sums, then each study's installs and looks."""
         for span in sorted(spans):
             lo, hi = span.day_start, span.day_start + DAY_S
             await self.store.execute(
@@ -134,18 +154,9 @@ class Eraser:
                 f"AND window_start < toDateTime({hi}, 'UTC')"
             )
             await self.importer.recompute_day(span)
-        studies = sorted({(s.experiment_id, s.engine) for s in spans})
-        for experiment_id, engine in studies:
+        for experiment_id, engine in sorted({(s.experiment_id, s.engine) for s in spans}):
             await self.importer.recompute_installs(experiment_id, engine)
             await self.restore_looks(experiment_id, engine)
-        # the second pass: what the worker derived from rows it read before the deletes
-        await asyncio.sleep(self.settle_s)
-        await self._delete_per_install(q, receipt.rows_removed, tables=PER_INSTALL_DERIVED)
-        for s in sorted(spans):
-            await arrangement_hourly.recompute_day(self.store, s.experiment_id, s.engine, s.day_start)
-        receipt.finished_at = _now()
-        await self.store.insert_json_rows(LOG_TABLE, _log_line(receipt))
-        return receipt
 
     async def _spans(self, q: str) -> set[Span]:
         """The days the install has rows on, in the raw events or in any per-install table."""

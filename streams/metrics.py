@@ -11,11 +11,34 @@ from __future__ import annotations
 
 from collections import Counter as Tally
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.process_collector import ProcessCollector
+
+MAX_MARKETS = 400
+"""Distinct markets a worker labels (Google's 187 domains and Bing's markets fit); the event
+model lets any short code through, so a client with the public key could otherwise make
+Prometheus keep millions of series. Past the cap a market is counted as ``other``."""
+MAX_VERSIONS = 50
+"""Distinct extension versions a worker labels (a study ships a handful)."""
+
+
+class BoundedLabel:
+    """A label's values as first seen, up to ``cap``; later new values are ``other``."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.seen: set[str] = set()
+
+    def label(self, value: str) -> str:
+        if value in self.seen:
+            return value
+        if len(self.seen) >= self.cap:
+            return "other"
+        self.seen.add(value)
+        return value
 
 
 @dataclass
@@ -54,8 +77,9 @@ class WorkerMetrics:
             identified=Counter(
                 "auditstream_extension_identified_total",
                 "Extension events stored, by whether the extension could identify the results "
-                "(identified=false spikes when an engine changes its HTML)",
-                ["engine", "identified"],
+                "(identified=false spikes when an engine changes its HTML), per engine market "
+                "(the Google domain's country, Bing's market) and extension version",
+                ["engine", "identified", "market", "extension_version"],
                 registry=reg,
             ),
             units=Counter(
@@ -135,16 +159,22 @@ class WorkerMetrics:
             ),
         )
 
+    _markets: BoundedLabel = field(default_factory=lambda: BoundedLabel(MAX_MARKETS))
+    _versions: BoundedLabel = field(default_factory=lambda: BoundedLabel(MAX_VERSIONS))
+
     def count_stored(self, family: str, events: Iterable[Mapping[str, Any]]) -> None:
         """Update the counters for events that were just stored for the first time."""
         engines: Tally[str] = Tally()
-        identified: Tally[tuple[str, str]] = Tally()
+        identified: Tally[tuple[str, str, str, str]] = Tally()
         units: Tally[tuple[str, str, str]] = Tally()
         for e in events:
             engine = str(e.get("engine", ""))
             engines[engine] += 1
             if family == "extension":
-                identified[(engine, "true" if e.get("identified") else "false")] += 1
+                flag = "true" if e.get("identified") else "false"
+                market = self._markets.label(str(e.get("market", "")))
+                version = self._versions.label(str(e.get("extension_version", "")))
+                identified[(engine, flag, market, version)] += 1
                 if e.get("type") == "click":
                     units[(str(e.get("experiment_id", "")), engine, str(e.get("arm", "")))] += 1
         for engine, n in engines.items():

@@ -249,6 +249,31 @@ def _bucket_range(bounds: dict[str, Any]) -> str:
     return f"{buckets} (About N results: from {low_n} {high_n})"
 
 
+def _print_markets(markets: list[dict[str, Any]]) -> None:
+    market_columns = ["market", "events", "identified", "kept clicks", "SRM p"]
+    market_rows = [
+        [
+            m["market"] or "(unknown)",
+            m["events"],
+            "" if m["identified_share"] is None else f"{m['identified_share']:.1%}",
+            sum(m["units_by_arm"].values()),
+            _srm_p(m),
+        ]
+        for m in markets
+    ]
+    print_result(
+        {"columns": market_columns, "rows": market_rows},
+        "table",
+        title="by engine market: identification and sample ratio",
+    )
+
+
+def _srm_p(market: dict[str, Any]) -> str:
+    if market["srm_p_value"] is None:
+        return ""
+    return f"{market['srm_p_value']:.4g}" + (" mismatch" if market["srm_mismatch"] else "")
+
+
 def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
     console = result_console()
     ctr_table = Table(
@@ -297,6 +322,7 @@ def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
         "table",
         title="preprocessing: units kept and dropped",
     )
+    _print_markets(doc.get("markets") or [])
 
 
 @app.command()

@@ -9,7 +9,7 @@ const CONTEXT = [
 const CLICK = ["element_type", "original_rank", "display_rank"];
 const PROFILE = [
   "install_id", "install_day", "extension_version", "experiment_id", "consent", "age_band",
-  "search_languages", "country", "search_frequency",
+  "search_languages", "country", "search_frequency", "erasure_key_sha256",
 ];
 
 function pick(source, keys) {

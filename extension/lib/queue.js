@@ -5,11 +5,14 @@
 
 export const MAX_BATCH = 100;
 export const MAX_QUEUED = 20000;
+export const SENT_LOG = 50; // the last events sent, as they left the browser, for the popup
 const BASE_BACKOFF_S = 2;
 const POST_TIMEOUT_MS = 30000; // a request that hangs must not hold the outbox
 const MAX_BACKOFF_S = 600;
 
-export const EMPTY_STATE = { outbox: [], queued: 0, sent: 0, dropped: 0, rejected: 0, retry_at: 0, failures: 0, last_error: "" };
+export const EMPTY_STATE = {
+  outbox: [], queued: 0, sent: 0, dropped: 0, rejected: 0, retry_at: 0, failures: 0, last_error: "", sent_log: [],
+};
 
 export class Outbox {
   // storage: {get(): Promise<state>, set(state): Promise<void>}; state as EMPTY_STATE.
@@ -48,7 +51,8 @@ export class Outbox {
       let state = { ...EMPTY_STATE, ...(await this.storage.get()) };
       while (state.outbox.length && this.now() >= state.retry_at) {
         const batch = state.outbox.slice(0, MAX_BATCH);
-        const outcome = await this.post(endpoint, key, batch);
+        const body = JSON.stringify(batch); // what leaves the browser, and what the popup shows
+        const outcome = await this.post(endpoint, key, body);
         state = { ...EMPTY_STATE, ...(await this.storage.get()) }; // add() may have appended meanwhile
         if (outcome.done) {
           const ids = new Set(batch.map((e) => e.event_id));
@@ -62,6 +66,7 @@ export class Outbox {
             failures: 0,
             retry_at: 0,
             last_error: outcome.error || state.last_error,
+            sent_log: sentLog(state.sent_log, body, outcome, this.now()),
           };
         } else {
           const failures = state.failures + 1;
@@ -77,13 +82,14 @@ export class Outbox {
 
   // One POST: {done, accepted, rejected, error, retryAfter}. done = the batch may leave the
   // queue (stored, or refused for good); otherwise it is retried later.
-  async post(endpoint, key, batch) {
+  async post(endpoint, key, sent) {
+    const batch = JSON.parse(sent);
     let response;
     try {
       response = await this.fetch(`${endpoint.replace(/\/$/, "")}/v1/events`, {
         method: "POST",
         headers: { "Content-Type": "application/json", Authorization: `Bearer ${key}` },
-        body: JSON.stringify(batch),
+        body: sent,
         signal: AbortSignal.timeout(POST_TIMEOUT_MS),
       });
     } catch (err) {
@@ -96,12 +102,19 @@ export class Outbox {
       body = {};
     }
     const status = response.status;
+    const refusedAt = Array.isArray(body.rejected)
+      ? body.rejected.map((r) => ({ index: r.index, reason: String(r.reason || "invalid").slice(0, 40) }))
+      : [];
     if (status === 202) {
-      const rejected = Array.isArray(body.rejected) ? body.rejected.length : 0;
-      return { done: true, accepted: batch.length - rejected, rejected, error: rejected ? `${rejected} events refused: ${reasonOf(body)}` : "" };
+      const rejected = refusedAt.length;
+      return {
+        done: true, accepted: batch.length - rejected, rejected, refusedAt,
+        error: rejected ? `${rejected} events refused: ${reasonOf(body)}` : "",
+      };
     }
     if (status === 422) {
-      return { done: true, accepted: 0, rejected: batch.length, error: `all refused: ${reasonOf(body)}` };
+      const all = batch.map((_, index) => refusedAt.find((r) => r.index === index) || { index, reason: "invalid" });
+      return { done: true, accepted: 0, rejected: batch.length, refusedAt: all, error: `all refused: ${reasonOf(body)}` };
     }
     const retryAfter = Number.parseFloat(response.headers.get("Retry-After") || "");
     return {
@@ -110,6 +123,18 @@ export class Outbox {
       retryAfter: Number.isFinite(retryAfter) ? retryAfter : null,
     };
   }
+}
+
+// The newest SENT_LOG events of the batches that left the queue: each event's JSON text, cut
+// from the body that was posted, and what became of it (accepted or refused, with why).
+function sentLog(log, body, outcome, now) {
+  const refused = new Map((outcome.refusedAt || []).map((r) => [r.index, r.reason]));
+  const entries = JSON.parse(body).map((event, i) => ({
+    at: now,
+    status: refused.has(i) ? `refused: ${refused.get(i)}` : "accepted",
+    json: JSON.stringify(event),
+  }));
+  return [...(log || []), ...entries].slice(-SENT_LOG);
 }
 
 function reasonOf(body) {

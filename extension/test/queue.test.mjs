@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { MAX_BATCH, Outbox } from "../lib/queue.js";
+import { MAX_BATCH, Outbox, SENT_LOG } from "../lib/queue.js";
 
 function memory() {
   let state = {};
@@ -70,4 +70,35 @@ test("concurrent adds and flushes lose nothing", async () => {
   await Promise.all([box.add(events(5)), box.flush("http://i", "k"), box.add(events(5, 5)), box.flush("http://i", "k")]);
   const state = await box.flush("http://i", "k");
   assert.deepEqual({ queued: state.queued, sent: state.sent }, { queued: 0, sent: 10 });
+});
+
+test("the sent log keeps the newest events as they left the browser, with what became of them", async () => {
+  const seen = [];
+  const fetch = async (url, init) => {
+    seen.push(init.body);
+    const rejected = seen.length === 1 ? [{ index: 1, reason: "install_erased", field: "install_id" }] : [];
+    return { status: 202, json: async () => ({ accepted: 3 - rejected.length, rejected }), headers: { get: () => null } };
+  };
+  const box = new Outbox(memory(), { fetch });
+  await box.add(events(3));
+  await box.flush("http://i", "k");
+  await box.add(events(SENT_LOG, 3));
+  const state = await box.flush("http://i", "k");
+  assert.equal(state.sent_log.length, SENT_LOG);
+  const posted = seen.flatMap((body) => JSON.parse(body).map((e) => JSON.stringify(e)));
+  assert.deepEqual(state.sent_log.map((entry) => entry.json), posted.slice(-SENT_LOG));
+  const all = [...(await box.storage.get()).sent_log];
+  assert.ok(all.every((entry) => entry.status === "accepted")); // the refused one has left the log
+});
+
+test("a refused event is logged with its reason", async () => {
+  const fetch = async () => ({
+    status: 422,
+    json: async () => ({ error: "all_rejected", rejected: [{ index: 0, reason: "install_erased" }] }),
+    headers: { get: () => null },
+  });
+  const box = new Outbox(memory(), { fetch });
+  await box.add(events(1));
+  const state = await box.flush("http://i", "k");
+  assert.deepEqual(state.sent_log.map((e) => e.status), ["refused: install_erased"]);
 });

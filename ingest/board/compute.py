@@ -145,6 +145,7 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "box_subset": panels.figure3_json(report.box, BOX_RANKS, BOX_BASELINE),
         "drops": drops,
         "srm": panels.srm_panel(drops, allocation, srm_alerts),
+        "markets": panels.clean_rows(report.markets or []),
     }
 
 

@@ -185,6 +185,11 @@ def srm_panel(
     }
 
 
+def clean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose floats are JSON numbers: NaN and infinities become null."""
+    return [{k: _clean(v) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+
+
 def _details(text: Any) -> Any:
     if not isinstance(text, str) or not text:
         return None

@@ -126,15 +126,22 @@ MARKS = """[...document.querySelectorAll('[data-auditstream-type]')].map(el => (
 
 
 def build_extension(
-    out: Path, study_url: str, key: str, experiment: str, data_dir: Path, test_marks: bool = True
+    out: Path,
+    study_url: str,
+    key: str,
+    experiment: str,
+    data_dir: Path,
+    test_marks: bool = True,
+    check: bool = True,
 ) -> Path:
-    """The extension built by the CLI; ``data_dir``'s key file must hold ``key`` (ingest scope)."""
+    """The extension built by the CLI; ``data_dir``'s key file must hold ``key`` (ingest scope).
+    ``check``: the service at ``study_url`` runs and knows ``experiment``."""
     from typer.testing import CliRunner
 
     from auditstream.cli import app
 
     args = ["extension", "build", "--study-url", study_url, "--key", key, "--experiment", experiment]
-    args += ["--data-dir", str(data_dir)]
+    args += ["--data-dir", str(data_dir), *([] if check else ["--no-check"])]
     result = CliRunner().invoke(app, [*args, "--out", str(out), *(["--test-marks"] if test_marks else [])])
     assert result.exit_code == 0, result.output
     return out

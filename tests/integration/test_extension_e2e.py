@@ -291,8 +291,10 @@ def test_a_volunteer_session_arrives_exactly_once_through_a_network_cut(tmp_path
                 proxy_to(svc.url) as proxy,
                 engine_host(texts) as port,
             ):
-                extension = build_extension(
-                    tmp_path / "ext", f"http://127.0.0.1:{proxy.port}", key, EXPERIMENT, svc.data_dir
+                # in a thread: the build asks the service through the proxy, served by this loop
+                study = f"http://127.0.0.1:{proxy.port}"
+                extension = await asyncio.to_thread(
+                    build_extension, tmp_path / "ext", study, key, EXPERIMENT, svc.data_dir
                 )
                 async with (
                     chromium(chromium_args(str(extension), port)) as browser,

@@ -60,6 +60,8 @@ ROUTES = [
     ("POST", "/v1/import/recompute"),
     ("GET", "/v1/import/recompute/rc_0123456789abcdef0123"),
     ("GET", "/v1/keys/self"),
+    ("POST", "/v1/participants/erase"),
+    ("POST", "/v1/participants/erase-own"),
     ("POST", "/v1/reports/experiment"),
     ("POST", "/v1/reports/timeline"),
     ("GET", "/v1/openapi.json"),

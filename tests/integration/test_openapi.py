@@ -10,6 +10,7 @@ rate of one request per key gives the 429.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import random
 import uuid
@@ -282,6 +283,33 @@ def check_import(api: Api, keys: dict[str, str], experiment_id: str) -> None:
     api.call("POST", recompute, 403, json={}, key=keys["ingest"])
 
 
+def check_participants(api: Api, keys: dict[str, str], experiment: str) -> None:
+    """The operator erases an install; a volunteer's extension erases its own, proving it
+    with the secret whose hash came with its onboarding answers."""
+    erase, own = "/v1/participants/erase", "/v1/participants/erase-own"
+    install, secret = f"oa-{uuid.uuid4().hex[:12]}", uuid.uuid4().hex * 2
+    profile = {
+        "schema_version": 1, "event_id": str(uuid.uuid4()), "sent_at": datetime.now(UTC).isoformat(),
+        "type": "install_profile", "install_id": install, "install_day": datetime.now(UTC).date().isoformat(),
+        "extension_version": "0.3.0", "experiment_id": experiment, "consent": "given",
+        "erasure_key_sha256": hashlib.sha256(secret.encode()).hexdigest(),
+    }  # fmt: skip
+    api.call("POST", "/v1/events", 202, json=[profile], key=keys["ingest"])
+    wait_for(
+        lambda: api.svc.scalar(f"SELECT count() FROM install_profiles WHERE install_id = '{install}'") == 1,
+        60,
+        "the onboarding answers stored",
+    )
+    api.call("POST", own, 403, json={"install_id": install, "erasure_key": "0" * 64}, key=keys["ingest"])
+    api.call("POST", own, 400, json={"install_id": install}, key=keys["ingest"])
+    mine = {"install_id": install, "erasure_key": secret}
+    receipt = api.call("POST", own, 200, json=mine, key=keys["ingest"])
+    assert receipt.body["receipts"][0]["rows_removed"]["raw_install_profiles"] == 1
+    api.call("POST", erase, 200, json={"install_ids": [install]}, key=keys["admin"])  # again: zeros
+    api.call("POST", erase, 400, json={"install_ids": []}, key=keys["admin"])
+    api.call("POST", erase, 403, json={"install_ids": [install]}, key=keys["ingest"])
+
+
 def check_keys(api: Api, keys: dict[str, str]) -> None:
     for scope, key in keys.items():
         assert api.call("GET", "/v1/keys/self", 200, key=key).body["scopes"] == [scope]
@@ -307,6 +335,7 @@ def test_every_v1_route_answers_as_its_document_says(service: Service) -> None:
     check_board(api, keys, experiment, autocomplete, experiment + "-pers")
     check_import(api, keys, experiment + "-import")
     check_keys(api, keys)
+    check_participants(api, keys, experiment)
     api.call("GET", "/v1/openapi.json", 200, key="")
 
     assert api.missing() == []

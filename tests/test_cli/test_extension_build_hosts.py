@@ -18,7 +18,15 @@ SOURCE = Path(__file__).resolve().parents[2] / "extension"
 def test_the_built_manifest_names_every_search_host_and_the_study(tmp_path: Path) -> None:
     _, key = KeyFile(tmp_path / "keys.json").create("extension", ("ingest",))
     args = ["extension", "build", "--study-url", "https://study.example.org", "--key", key]
-    args += ["--experiment", "exp1", "--out", str(tmp_path / "ext"), "--data-dir", str(tmp_path)]
+    args += [
+        "--experiment",
+        "exp1",
+        "--out",
+        str(tmp_path / "ext"),
+        "--data-dir",
+        str(tmp_path),
+        "--no-check",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     built = json.loads((tmp_path / "ext" / "manifest.json").read_text())

@@ -499,6 +499,31 @@
     ];
     setPanel("panel-srm", srm.arms.length, srmNodes, "No units and no allocation yet.", { status: srm.status });
 
+    // Per market: a layout one country is served, or an arm that breaks a localized page
+    const markets = d.markets || [];
+    setPanel(
+      "panel-markets",
+      markets.length,
+      [
+        dataTable(
+          ["market", "events", "identified", "kept clicks", "SRM p"],
+          markets.map((m) =>
+            h(
+              "tr",
+              { "data-market": m.market, class: m.srm_mismatch ? "mismatch" : "" },
+              cell(m.market || "(unknown)"),
+              cell(String(m.events), { field: "events", arm: m.market, value: m.events }),
+              cell(pct(m.identified_share, 1), { field: "identified_share", arm: m.market, value: m.identified_share }),
+              cell(String(Object.values(m.units_by_arm).reduce((a, b) => a + b, 0))),
+              cell(m.srm_p_value === null ? "–" : fmt(m.srm_p_value, 4) + (m.srm_mismatch ? " mismatch" : ""), { field: "srm_p_value", arm: m.market, value: m.srm_p_value }),
+            ),
+          ),
+        ),
+        h("p", { class: "note", text: "Identified share of all events per engine market (the Google domain's country, Bing's market); SRM of the clicks kept after preprocessing against the allocation." }),
+      ],
+      "No events yet.",
+    );
+
     // Preprocessing drops
     const drops = d.drops;
     const total = (k) => drops.reduce((acc, r) => acc + r[k], 0);
@@ -521,7 +546,7 @@
 
   function clearExperiment(note) {
     $("exp-title").textContent = "";
-    for (const id of ["panel-ctr", "panel-gap", "panel-shares", "panel-box", "panel-srm", "panel-drops"]) setPanel(id, 0, [], note);
+    for (const id of ["panel-ctr", "panel-gap", "panel-shares", "panel-box", "panel-srm", "panel-markets", "panel-drops"]) setPanel(id, 0, [], note);
   }
 
   function renderAutocomplete(d) {
@@ -740,7 +765,7 @@
     try {
       applyIndex(await getJSON("/v1/board/index"));
       const results = await Promise.all([
-        guarded(["panel-ctr", "panel-gap", "panel-shares", "panel-box", "panel-srm", "panel-drops"], loadExperiment),
+        guarded(["panel-ctr", "panel-gap", "panel-shares", "panel-box", "panel-srm", "panel-markets", "panel-drops"], loadExperiment),
         guarded(["panel-churn", "panel-nmi"], loadAutocomplete),
         guarded(["panel-pers"], loadPersonalization),
         guarded(["panel-alerts"], loadAlerts),
