@@ -51,6 +51,8 @@ class ExperimentReportRequest(BaseModel):
     intervals: Literal["bootstrap", "sequential"] = "bootstrap"
     targets: list[TargetMargin] | None = Field(None, max_length=500)
     """Reweighting: the target population's margins (``docs/reweighting.md``)."""
+    by_market: StrictBool = False
+    """Identification and SRM per engine market (a read of the study's raw events)."""
 
 
 class TimelineRequest(BaseModel):

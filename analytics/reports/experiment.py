@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from analytics.reports.markets import market_health, markets_sql
 from analytics.stats.arrangement import element_shares, performative_power_lower_bound
 from analytics.stats.arrangement_subsets import QUINTILE, SUBSETS, subset_names
 from analytics.stats.arrangement_table import (
@@ -459,8 +458,8 @@ class ExperimentReport:
     subset_bounds: dict[str, Any] | None = None
     """An n_candidates quintile: the range of buckets it counted (``ReportQuery.subset_bounds``)."""
     markets: list[dict[str, Any]] | None = None
-    """Per engine market: events, identified share, kept clicks per arm and their SRM test
-    (``analytics/reports/markets.py``)."""
+    """Asked for (``by_market``): per engine market, events, identified share, kept clicks per
+    arm and their SRM test (``analytics/reports/markets.py``: a read of the raw events)."""
 
     @property
     def performative_power_lower_bound(self) -> float:
@@ -566,15 +565,11 @@ async def run_experiment_report(
     )
     # a report of the box subset is its own box table: its rows are read once
     own_box = query.subset == "box"
-    markets = markets_sql(query.experiment_id, query.engine, query.burn_in_days, *query.window())
-    registered = f"SELECT config FROM experiments WHERE experiment_id = {quote(query.experiment_id)}"
     try:
-        per_install, drops, box_read, by_market, registry = await asyncio.gather(
+        per_install, drops, box_read = await asyncio.gather(
             store.query_arrow(query.per_install_keys_sql(seed, elements=True)),
             store.query(query.drops_sql(), read_only=True),
             asyncio.sleep(0) if own_box else store.query_arrow(box_query.per_install_keys_sql(seed)),
-            store.query(markets, read_only=True),
-            store.query(registered, read_only=True),
         )
     except BaseException:
         if raking is not None:
@@ -632,15 +627,7 @@ async def run_experiment_report(
         unweighted=table(positions, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
         subset_bounds=query.subset_bounds(),
-        markets=market_health(by_market.dicts(), _allocation(registry.rows, query.engine)),
     )
-
-
-def _allocation(rows: list[Any], engine: str) -> dict[str, float] | None:
-    """The arms a registered experiment runs on ``engine`` with their weights (None: not registered)."""
-    from schemas.experiments import ExperimentConfig
-
-    return ExperimentConfig.model_validate_json(rows[0][0]).arms_on(engine) if rows else None
 
 
 async def with_quintile_bounds(store: Store, query: ReportQuery) -> ReportQuery:

@@ -8,6 +8,10 @@ deduplicated raw events (the per-install tables are not split by market), the ev
 their identified share, and the clicks each arm kept after preprocessing (the SRM check's
 units, as ``streams/detectors/srm.py`` counts them study-wide), tested against the arms'
 registered allocation on that engine.
+
+That read scans the study's raw events (seconds at 50M), so it is not part of the report's
+default path, which reads per-install rows only: ``report experiment --by-market`` asks for
+it, and the board refreshes it at most once a minute.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from analytics.stats.srm import srm_test
+from core.store import Store
 from schemas.sql import quote
 
 
@@ -66,3 +71,19 @@ def market_health(
             }
         )
     return out
+
+
+async def run_market_health(
+    store: Store, experiment_id: str, engine: str, burn_in_days: int, window: tuple[str | None, str | None]
+) -> list[dict[str, Any]]:
+    """``market_health`` of a study from the store: its events and its registered allocation."""
+    from schemas.experiments import ExperimentConfig
+
+    rows = await store.query(markets_sql(experiment_id, engine, burn_in_days, *window), read_only=True)
+    registry = await store.query(
+        f"SELECT config FROM experiments WHERE experiment_id = {quote(experiment_id)}", read_only=True
+    )
+    if not registry.rows:
+        return market_health(rows.dicts(), None)
+    config = ExperimentConfig.model_validate_json(registry.rows[0][0])
+    return market_health(rows.dicts(), config.arms_on(engine))

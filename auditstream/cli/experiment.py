@@ -50,7 +50,9 @@ def _engine_arms(pairs: list[str]) -> dict[str, list[str]]:
 def create(
     experiment_id: Annotated[str, typer.Argument(help="A short id, e.g. powermeter-2026")],
     arm: Annotated[list[str], typer.Option(help="name=weight, repeat per arm; include control")],
-    engine: Annotated[list[str] | None, typer.Option(help="Repeat per engine (default google)")] = None,
+    engine: Annotated[
+        list[str] | None, typer.Option(help="Repeat per engine (default google and bing, as the extension)")
+    ] = None,
     engine_arms: Annotated[
         list[str] | None,
         typer.Option(
@@ -69,7 +71,7 @@ def create(
     """Register an experiment (needs a key with the admin scope)."""
     body = {
         "experiment_id": experiment_id,
-        "engines": engine or ["google"],
+        "engines": engine or ["google", "bing"],
         "arms": _arms(arm),
         "engine_arms": _engine_arms(engine_arms or []),
         "salt": salt or secrets.token_urlsafe(16),

@@ -143,6 +143,9 @@ def experiment(
             "weighted estimates by raking, beside the panel's own"
         ),
     ] = None,
+    by_market: Annotated[
+        bool, typer.Option("--by-market", help="Also identification and SRM per engine market (raw events)")
+    ] = False,
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKeyOpt = None,
     format: Format = "table",
@@ -198,7 +201,7 @@ def _report_query(
 
 REPORT_OPTIONS = (
     "experiment_id", "engine", "subset", "burn_in_days", "include_unidentified", "since", "until",
-    "ranks", "unit_mode", "seed", "baseline", "intervals",
+    "ranks", "unit_mode", "seed", "baseline", "intervals", "by_market",
 )  # fmt: skip
 """The options of ``report experiment`` that POST /v1/reports/experiment takes as they are."""
 
@@ -322,7 +325,8 @@ def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
         "table",
         title="preprocessing: units kept and dropped",
     )
-    _print_markets(doc.get("markets") or [])
+    if doc.get("markets") is not None:
+        _print_markets(doc["markets"])
 
 
 @app.command()

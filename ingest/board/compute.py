@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ from analytics.reports.experiment import (
     report_json,
     run_experiment_report,
 )
+from analytics.reports.markets import run_market_health
 from analytics.reports.timeline import run_timeline_records
 from analytics.stats.reweight import Targets, read_targets, targets_from_rows
 from core.lifetime import exit_with_parent
@@ -145,7 +147,7 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "box_subset": panels.figure3_json(report.box, BOX_RANKS, BOX_BASELINE),
         "drops": drops,
         "srm": panels.srm_panel(drops, allocation, srm_alerts),
-        "markets": panels.clean_rows(report.markets or []),
+        "markets": await _markets_panel(store, query),
     }
 
 
@@ -204,7 +206,29 @@ async def _report_json(
     report = await run_experiment_report(
         store, query, p["ranks"], p["seed"], p["baseline"], intervals, targets
     )
+    if p.get("by_market"):
+        window = query.window()
+        report = replace(report, markets=await run_market_health(store, *_study(query), window))
     return {**report_json(report), "burn_in_days": query.burn_in_days, "unit_mode": query.unit_mode}
+
+
+def _study(query: ReportQuery) -> tuple[str, str, int]:
+    return query.experiment_id, query.engine, query.burn_in_days
+
+
+MARKETS_EVERY_S = 60.0
+"""The board's per-market panel reads the study's raw events: at most once a minute."""
+_markets: dict[tuple[str, str, int], tuple[float, list[dict[str, Any]]]] = {}
+
+
+async def _markets_panel(store: Store, query: ReportQuery) -> list[dict[str, Any]]:
+    key = _study(query)
+    now = time.monotonic()
+    cached = _markets.get(key)
+    if cached is None or now - cached[0] > MARKETS_EVERY_S:
+        rows = panels.clean_rows(await run_market_health(store, *key, (None, None)))
+        cached = _markets[key] = (now, rows)
+    return cached[1]
 
 
 async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:

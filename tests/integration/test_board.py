@@ -56,6 +56,7 @@ PANELS = (
     "panel-shares",
     "panel-box",
     "panel-srm",
+    "panel-markets",
     "panel-drops",
     "panel-churn",
     "panel-nmi",

@@ -46,7 +46,7 @@ from tests.fakes.engine_host import (
     extension_worker,
     search_url,
 )
-from tests.helpers import http, own_service, wait_for
+from tests.helpers import http, own_service, report_json, wait_for
 from tests.integration.test_extension_e2e import ENROLLED, ingest_key, join
 from tests.serp_labels import BASE, labels
 
@@ -199,6 +199,26 @@ def test_every_page_is_marked_and_measured_under_google_country_domains_and_bing
         rows = svc.sql(f"SELECT engine, market, count() AS n {where} GROUP BY engine, market")
         stored = Counter({(r["engine"], r["market"]): int(r["n"]) for r in rows})
         assert stored == Counter((engine, market) for _, engine, _, _, market in visits)
+
+        # identification per market in `report experiment` and on the board (Done-means 5),
+        # against a recount of the stored events
+        recount = svc.sql(
+            f"SELECT engine, market, count() AS n, countIf(identified) AS ok FROM extension_events "
+            f"WHERE experiment_id = '{EXPERIMENT}' GROUP BY engine, market"
+        )
+        headers = {"Authorization": f"Bearer {svc.api_key}"}
+        for engine in ("google", "bing"):
+            mine = [r for r in recount if r["engine"] == engine]
+            want = {r["market"]: (int(r["n"]), int(r["ok"]) / int(r["n"])) for r in mine}
+            # a fresh install with page views only: no burn-in, pages as units, or nothing is kept
+            options = ("--engine", engine, "--by-market", "--burn-in-days", "0", "--unit-mode", "impression")
+            report = report_json(svc, EXPERIMENT, *options)
+            assert {m["market"]: (m["events"], m["identified_share"]) for m in report["markets"]} == want
+            url = f"{svc.url}/v1/board/experiments/{EXPERIMENT}?engine={engine}"
+            board = http("GET", url, headers=headers)
+            assert board.status == 200, board.body
+            events = {m["market"]: m["events"] for m in board.body["markets"]}
+            assert events == {market: n for market, (n, _) in want.items()}
     total = sum(len([m for m in v if m["type"] == "organic"]) for v in marks.values())
     print(
         f"\n{total} organic results marked in order on {len(visits)} real pages under "
