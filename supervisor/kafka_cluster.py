@@ -166,8 +166,13 @@ class KafkaDist:
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: a UUID in URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: a UUID in URL-safe base64 without padding (22 characters), never
+    starting with '-': Kafka's StorageTool reads ``-t -IJEL...`` as an option and refuses to
+    format (one CI run in 64 failed so)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @dataclass

@@ -104,11 +104,11 @@ def test_the_nodes_log_to_their_own_file_not_stdout() -> None:
     assert not any("ConsoleAppender" in v for v in props.values())
 
 
-def test_a_cluster_id_is_a_uuid_in_url_safe_base64() -> None:
-    ids = {new_cluster_id() for _ in range(20)}
-    assert len(ids) == 20
+def test_a_cluster_id_is_a_uuid_in_url_safe_base64_never_read_as_an_option() -> None:
+    ids = {new_cluster_id() for _ in range(2000)}  # about 31 would start with '-' otherwise
+    assert len(ids) == 2000
     for cluster_id in ids:
-        assert re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster_id)
+        assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}", cluster_id)  # StorageTool -t ID
         assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
 
 
