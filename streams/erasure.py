@@ -137,7 +137,8 @@ class Eraser:
         await self._recompute(spans)
         # the second pass: what the worker derived from rows it read before the deletes
         await asyncio.sleep(self.settle_s)
-        await self._delete_per_install(q, receipt.rows_removed, tables=PER_INSTALL_DERIVED)
+        rederived: dict[str, int] = {}  # rows of what the receipt already counts, derived again
+        await self._delete_per_install(q, rederived, tables=PER_INSTALL_DERIVED)
         await self._recompute(spans)
         receipt.finished_at = _now()
         await self.store.insert_json_rows(LOG_TABLE, _log_line(receipt))
