@@ -8,12 +8,12 @@ import math
 import os
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from core.store import QueryResult, StoreError, StoreUnavailable
 from core.store.base import QueryLimits, StoreBusy
@@ -42,6 +42,7 @@ from schemas.sql import StatementTooLarge
 from schemas.wire import format_received_at
 
 log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -106,6 +107,22 @@ async def read_json(request: web.Request) -> Any:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
         raise problem(400, "malformed_json", "the body is not valid JSON") from None
+
+
+def bad_request(exc: ValidationError) -> web.HTTPException:
+    """400 ``bad_request`` naming the first invalid field (never its value)."""
+    first = exc.errors(include_input=False, include_url=False)[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return problem(400, "bad_request", f"{where}: {first['msg']}")
+
+
+async def read_model(request: web.Request, model: type[M]) -> M:
+    """The JSON body validated as ``model``; 400 ``bad_request`` when it is not one."""
+    doc = await read_json(request)
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        raise bad_request(exc) from None
 
 
 async def post_events(request: web.Request) -> web.Response:

@@ -37,7 +37,7 @@ from typing import Any, TextIO
 
 import orjson
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.lifetime import exit_with_parent
 from core.process_pool import PoolUnavailable, RestartingPool
@@ -46,7 +46,7 @@ from ingest.app_state import ARMS, CONFIG, METRICS, STORE
 from ingest.board.compute import Panel, PanelFailed
 from ingest.board.routes import COMPUTE
 from ingest.errors import problem
-from ingest.handlers import authorize, json_response, read_json, store_unavailable
+from ingest.handlers import authorize, json_response, read_model, store_unavailable
 from ingest.import_chunks import PreparedChunk, prepare_chunk
 from ingest.registered_arms import Registry
 from schemas.topics import FAMILIES
@@ -337,12 +337,7 @@ async def post_recompute(request: web.Request) -> web.Response:
     """Start recomputing the derived tables of the given days, then of the given installs'
     studies (each named once however often it is asked): 202 and the recompute's state."""
     authorize(request, "admin")
-    try:
-        asked = _RecomputeIn.model_validate(await read_json(request))
-    except ValidationError as exc:
-        first = exc.errors(include_input=False, include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise problem(400, "bad_request", f"{where}: {first['msg']}") from None
+    asked = await read_model(request, _RecomputeIn)
     if any(s.day_start % 86400 for s in asked.spans):
         raise problem(400, "bad_request", "day_start must be a UTC midnight (a multiple of 86400)")
     if not await request.app[STORE].ping():  # a store that is down: said now, not by the poll

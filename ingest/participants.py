@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.store import StoreError, StoreUnavailable
 from ingest.app_state import ERASED, STORE
@@ -34,7 +34,7 @@ from ingest.board.compute import Panel, PanelFailed
 from ingest.board.routes import COMPUTE
 from ingest.erased_installs import ErasedInstalls
 from ingest.errors import problem
-from ingest.handlers import authorize, json_response, read_json, store_unavailable
+from ingest.handlers import authorize, json_response, read_model, store_unavailable
 from schemas.erased_installs import TABLE as ERASED_TABLE
 from schemas.erased_installs import install_hash
 from schemas.events import InstallId
@@ -59,12 +59,7 @@ class EraseIn(BaseModel):
 async def post_erase(request: web.Request) -> web.Response:
     """Erase the named installs; 200 with a receipt each."""
     authorize(request, "admin")
-    try:
-        asked = EraseIn.model_validate(await read_json(request))
-    except ValidationError as exc:
-        first = exc.errors(include_input=False, include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise problem(400, "bad_request", f"{where}: {first['msg']}") from None
+    asked = await read_model(request, EraseIn)
     app = request.app
     receipts = []
     try:
@@ -104,12 +99,7 @@ NOT_OWNER = (
 async def post_erase_own(request: web.Request) -> web.Response:
     """A volunteer's extension erases its own install: 200 with the receipt."""
     authorize(request, "ingest")
-    try:
-        asked = EraseOwnIn.model_validate(await read_json(request))
-    except ValidationError as exc:
-        first = exc.errors(include_input=False, include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise problem(400, "bad_request", f"{where}: {first['msg']}") from None
+    asked = await read_model(request, EraseOwnIn)
     app, store = request.app, request.app[STORE]
     given = hashlib.sha256(asked.erasure_key.encode()).hexdigest()
     try:

@@ -21,7 +21,7 @@ from core.store import StoreUnavailable
 from ingest.board.compute import Panel, PanelFailed
 from ingest.board.routes import COMPUTE
 from ingest.errors import problem
-from ingest.handlers import authorize, json_response, read_json, store_unavailable
+from ingest.handlers import authorize, bad_request, json_response, read_json, store_unavailable
 
 
 class TargetMargin(BaseModel):
@@ -79,7 +79,7 @@ async def post_timeline(request: web.Request) -> web.Response:
         parse_window(asked.window)
         _check_selection(asked.experiment_id, asked.engine, asked.subset, asked.since, asked.until)
     except ValidationError as exc:
-        raise _bad(exc) from None
+        raise bad_request(exc) from None
     except ValueError as exc:
         raise problem(400, "bad_request", str(exc)[:500]) from None
     doc = await _compute(request, Panel("timeline", tuple(asked.model_dump().items())))
@@ -102,12 +102,6 @@ def _check_selection(
     )._subset_condition(True)
 
 
-def _bad(exc: ValidationError) -> web.HTTPException:
-    first = exc.errors(include_input=False, include_url=False)[0]
-    where = ".".join(str(p) for p in first["loc"])
-    return problem(400, "bad_request", f"{where}: {first['msg']}")
-
-
 async def _compute(request: web.Request, panel: Panel) -> Any:
     try:
         return await request.app[COMPUTE](panel)
@@ -127,7 +121,7 @@ async def post_experiment_report(request: web.Request) -> web.Response:
         if asked.targets:
             targets_from_rows([t.model_dump() for t in asked.targets])
     except ValidationError as exc:
-        raise _bad(exc) from None
+        raise bad_request(exc) from None
     except ValueError as exc:
         raise problem(400, "bad_request", str(exc)[:500]) from None
     params = asked.model_dump()
