@@ -22,12 +22,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from analytics.reports import decisions
-from analytics.reports.experiment import ReportQuery
 from analytics.stats.arrangement_table import Look
 from bench.common import append_result
 from core.store.chdb_store import ChdbStore
 from schemas.migrate import migrate
+from studies.arrangement import looks as shared
+from studies.arrangement.selection import ReportQuery
+from studies.arrangement.write import looks as kept
 
 
 def same_look(a: Look, b: Look) -> bool:
@@ -48,22 +49,22 @@ async def run(data_dir: Path, experiment_id: str) -> dict[str, Any]:
     try:
         await migrate(store)
         query = ReportQuery(experiment_id)
-        span = await decisions.data_days(store, query)
+        span = await shared.data_days(store, query)
         if span is None:
             raise SystemExit(f"no data for {experiment_id} in {data_dir}")
         first, last = span
         started = time.perf_counter()
-        looks = await decisions.compute_looks(store, query, 0, "control", last)
+        looks = await shared.compute_looks(store, query, 0, "control", last)
         one_pass = time.perf_counter() - started
         print(f"one pass over {len({x.look for x in looks})} days: {one_pass:.2f} s", file=sys.stderr)
 
-        await decisions.forget_looks(store, experiment_id, query.engine)
+        await kept.forget_looks(store, experiment_id, query.engine)
         started = time.perf_counter()
-        await decisions.stored_through(store, query, now=decisions.completed_at(last - timedelta(days=1)))
+        await kept.stored_through(store, query, now=shared.completed_at(last - timedelta(days=1)))
         scratch = time.perf_counter() - started
         print(f"stored from scratch to the day before: {scratch:.2f} s", file=sys.stderr)
         started = time.perf_counter()
-        stored, through, _ = await decisions.stored_through(store, query, now=decisions.completed_at(last))
+        stored, through, _ = await kept.stored_through(store, query, now=shared.completed_at(last))
         one_day = time.perf_counter() - started
         print(f"one more day from the stored totals: {one_day:.2f} s", file=sys.stderr)
         same = len(stored) == len(looks) and all(

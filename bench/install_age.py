@@ -42,8 +42,8 @@ from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfi
 from core.store.chdb_store import ChdbStore
 from schemas.migrate import migrate
 from streams.bulk_import import BulkImporter, Span
-from streams.recompute import arrangement_closed, arrangement_stats, clicks_by_rank
 from streams.recompute.batch import install_keys, slice_keys
+from studies.arrangement.write import clicks_by_rank, closed_sums, slice_rows
 
 PER_DAY = 20
 """Prior events per install and day."""
@@ -85,19 +85,19 @@ async def seed(store: ChdbStore, experiment_id: str, level: int, installs: int) 
 async def old_way(store: ChdbStore, batch: Batch) -> None:
     """The roll-up before migration 0034: every touched install from all of its slices."""
     slices, installs = batch
-    await store.execute(arrangement_stats.slices_sql(slices), background=True)
+    await store.execute(slice_rows.slices_sql(slices), background=True)
     for start in range(0, len(installs), 2000):
         chunk = installs[start : start + 2000]
-        await store.execute(arrangement_stats.installs_sql(chunk), background=True)
-        await store.execute(arrangement_stats.subsets_sql(chunk), background=True)
+        await store.execute(slice_rows.installs_sql(chunk), background=True)
+        await store.execute(slice_rows.subsets_sql(chunk), background=True)
 
 
 async def new_way(store: ChdbStore, batch: Batch) -> None:
     """The roll-up now (``ArrangementRollup._recompute_installs`` without the looks)."""
     slices, installs = batch
-    await store.execute(arrangement_stats.slices_sql(slices), background=True)
-    targets = arrangement_closed.targets_of(slices)
-    await arrangement_closed.recompute(store, installs, slices, targets, background=True)
+    await store.execute(slice_rows.slices_sql(slices), background=True)
+    targets = closed_sums.targets_of(slices)
+    await closed_sums.recompute(store, installs, slices, targets, background=True)
 
 
 WAYS: dict[str, Callable[[ChdbStore, Batch], Awaitable[None]]] = {"old": old_way, "new": new_way}

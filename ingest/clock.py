@@ -2,7 +2,7 @@
 
 ``bench/soak.py`` compresses a months-long study into minutes. received_at is stamped here
 with the wall clock, so every simulated day would fall on the same real day and no day would
-ever close for the per-install statistics (``streams/recompute/arrangement_closed.py``). With
+ever close for the per-install statistics (``studies/arrangement/write/closed_sums.py``). With
 ``AUDITSTREAM_CLOCK_OFFSET_FILE`` set, ingest adds the whole seconds that file holds. The file
 is read again at most once a second by a background task, never on a request; a missing,
 empty or invalid file means no offset. Without the setting nothing is read and the clock is

@@ -38,7 +38,6 @@ import orjson
 from aiohttp import web
 from pydantic import TypeAdapter
 
-from analytics.reports.experiment import MAX_WINDOW_S
 from analytics.stats.arrangement_subsets import subset_names
 from analytics.stats.reweight import DIMENSIONS
 from core.settings import Settings
@@ -54,7 +53,6 @@ from ingest.openapi_models import (
     ErasureAnswer,
     EventsAccepted,
     EventsAllRejected,
-    ExperimentReport,
     ImportAnswer,
     KeyInfo,
     Problem,
@@ -62,12 +60,13 @@ from ingest.openapi_models import (
     RecomputeState,
     SqlRequest,
     SqlResult,
-    Timeline,
 )
 from ingest.participants import MAX_INSTALLS, EraseIn, EraseOwnIn
 from ingest.reports import ExperimentReportRequest, TimelineRequest
 from schemas.event_types import POSTING_SCOPES, SCOPE_BY_TYPE, AnyEvent
 from schemas.experiments import ExperimentConfig
+from studies.arrangement.answers import ExperimentReport, Timeline
+from studies.arrangement.selection import MAX_WINDOW_S
 
 PATH = "/v1/openapi.json"
 REF = "#/components/schemas/{model}"

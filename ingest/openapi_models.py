@@ -13,15 +13,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
-from analytics.reports.experiment import ELEMENTS, INTERVAL_GUARANTEES
 from ingest.api_keys import SCOPES
 from ingest.validation import REASONS
 from schemas.events import Engine, Ident
-
-Number = float | None
-"""An estimate: ``null`` where it is undefined (no units, no baseline)."""
+from studies.arrangement.answers import (
+    INTERVAL_GUARANTEES,
+    DecisionLine,
+    ElementShare,
+    Figure3,
+    MarketHealth,
+    Number,
+)
 
 
 class _Closed(BaseModel):
@@ -110,112 +114,6 @@ class PublicExperimentConfig(_Closed):
 
 
 # --------------------------------------------------------------------------- reports
-
-_ESTIMATE_KEY = r"^(ctr|delta|beta)_c[0-9]+(_ci_low|_ci_high)?$"
-
-
-class ReportArm(BaseModel):
-    """One arm of a Figure-3 table as flat columns: ``ctr_c1``, ``ctr_c1_ci_low``,
-    ``ctr_c1_ci_high``, ``delta_c1``, ... ``beta_c<k>_ci_high`` (numbers or null)."""
-
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={
-            "patternProperties": {_ESTIMATE_KEY: {"type": ["number", "null"]}},
-            "additionalProperties": False,
-        },
-    )
-    arm: str
-    units: int = Field(ge=0)
-    installs: int = Field(ge=0)
-
-
-ElementShare: type[BaseModel] = create_model(
-    "ElementShare",
-    __config__=ConfigDict(extra="forbid"),
-    __doc__="Share of an arm's clicks per element type, with 95% intervals from the bootstrap.",
-    arm=(str, ...),
-    clicks=(int, ...),
-    **{f"{e}{part}": (Number, None) for e in ELEMENTS for part in ("", "_ci_low", "_ci_high")},  # type: ignore[call-overload]
-)
-
-
-class Drops(BaseModel):
-    """Units per arm (clicks, or shown pages in impression mode) before preprocessing and
-    dropped by each rule (``drops_sql``)."""
-
-    arm: str
-    all_units: int
-    burn_in_dropped: int
-    unidentified_dropped: int
-    kept_clicks: int = Field(
-        description="Click units kept (identified, past the burn-in), whatever the unit mode: "
-        "what the SRM check counts."
-    )
-
-
-class BoxSubset(_Closed):
-    baseline: str
-    arms: list[ReportArm]
-
-
-class MarketHealth(_Closed):
-    """One engine market of an experiment (``analytics/reports/markets.py``)."""
-
-    market: str = Field(description="The Google domain's country code or Bing's market; '' when unknown.")
-    events: int
-    identified_share: Number
-    units_by_arm: dict[str, int] = Field(description="Clicks kept after preprocessing, per arm.")
-    srm_chi2: Number
-    srm_p_value: Number
-    srm_mismatch: bool | None = Field(description="p below the SRM alpha (null: unregistered, or no units).")
-
-
-class ExperimentReport(_Closed):
-    """``auditstream report experiment --format json``."""
-
-    baseline: str
-    arms: list[ReportArm]
-    box_subset: BoxSubset
-    element_shares: list[ElementShare]
-    performative_power_lower_bound: Number
-    preprocessing: list[Drops]
-    burn_in_days: int = Field(
-        ge=0, description="Days dropped at the start of each install: as asked, else as registered, else 4."
-    )
-    unit_mode: Literal["click", "impression"] = Field(
-        description="What a unit is: as asked, else as the experiment was registered, else click."
-    )
-    intervals: str = Field(json_schema_extra={"enum": list(INTERVAL_GUARANTEES)})
-    interval_guarantee: str
-    decisions: dict[str, str | None] | None = Field(
-        description="Sequential intervals: per arm, the first day delta_c1 excluded zero (ISO date)."
-    )
-    reweighting: dict[str, Any] | None = Field(description="With targets: installs raked, effective size.")
-    unweighted_arms: list[ReportArm] | None
-    subset_bounds: dict[str, Any] | None = Field(
-        default=None,
-        description="An n_candidates quintile: the n_candidates_bucket range its units were "
-        "counted in (above: exclusive, at_most: inclusive; null where the quintile is open). "
-        "The preprocessing rows use the quintile's boundaries over all units.",
-    )
-    markets: list[MarketHealth] | None = Field(
-        default=None, description="Per engine market: events, identified share, SRM of the kept clicks."
-    )
-
-
-class TimelineWindow(_Closed):
-    window_start: str = Field(description="ISO timestamp (UTC) of the window's start.")
-    arms: list[ReportArm]
-
-
-class Timeline(_Closed):
-    window_seconds: int = Field(gt=0)
-    baseline: str
-    burn_in_days: int = Field(ge=0, description="As for the experiment report.")
-    unit_mode: Literal["click", "impression"] = Field(description="As for the experiment report.")
-    windows: list[TimelineWindow] = Field(min_length=1)
-
 
 # --------------------------------------------------------------------------- import
 
@@ -306,29 +204,6 @@ class BoardIndex(_Closed):
     personalization_studies: list[BoardPersonalizationStudy]
 
 
-class Estimate(_Closed):
-    value: Number
-    ci_low: Number
-    ci_high: Number
-
-
-class Figure3Arm(_Closed):
-    arm: str
-    units: int
-    installs: int
-    ctr: list[Estimate]
-    delta: list[Estimate]
-    beta: list[Estimate]
-
-
-class Figure3(_Closed):
-    baseline: str
-    has_baseline: bool
-    ranks: int
-    arms: list[Figure3Arm]
-    performative_power_lower_bound: Number
-
-
 class BoardDrops(_Closed):
     arm: str
     all_units: int
@@ -378,7 +253,7 @@ class BoardExperimentPanel(_Closed):
     weighted: dict[str, Any] | None = Field(description="With a targets file: the reweighted Figure 3.")
     intervals: str = Field(json_schema_extra={"enum": list(INTERVAL_GUARANTEES)})
     interval_guarantee: str
-    decisions: dict[str, str | None] | None
+    decisions: DecisionLine | None
     element_shares: list[ElementShare]
     box_subset: Figure3
     drops: list[BoardDrops]

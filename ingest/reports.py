@@ -14,7 +14,6 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
-from analytics.reports.experiment import ReportQuery, parse_moment, parse_window
 from analytics.stats.reweight import targets_from_rows
 from core.process_pool import PoolUnavailable
 from core.store import StoreUnavailable
@@ -22,6 +21,7 @@ from ingest.board.compute import Panel, PanelFailed
 from ingest.board.routes import COMPUTE
 from ingest.errors import problem
 from ingest.handlers import authorize, bad_request, json_response, read_json, store_unavailable
+from studies.arrangement.selection import ReportQuery, parse_moment, parse_window
 
 
 class TargetMargin(BaseModel):

@@ -30,6 +30,7 @@ from streams.processors.autocomplete_crawls import AutocompleteAnalytics
 from streams.processors.personalization_rounds import PersonalizationRounds
 from streams.sinks.clickhouse import ClickHouseSink
 from streams.sinks.raw_writer import RawWriter
+from studies.arrangement.write import looks
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,10 @@ CHECK_EVERY_S = 5.0
 LAG_EVERY_S = 5.0
 """How often the consumer-lag gauge is refreshed (seconds)."""
 PERSONALIZATION_EVERY_S = 2.0
+LOOKS_EVERY_S = 300.0
+"""How often the worker extends the decision line's stored looks (a day's look is due once
+an hour after midnight; readers compute what is not stored yet, so a late tick costs only
+time)."""
 """How often waiting personalization rounds are settled (seconds)."""
 MAX_BACKOFF_S = 10.0
 """Longest pause between retries of a batch or a recompute."""
@@ -206,6 +211,11 @@ def create_app(settings: Settings, store: Store, metrics: WorkerMetrics | None =
     app.timer(settings.identification_check_s, name="identification_check")(
         guarded(IdentificationCheck(store, alerts).check_identification, metrics)
     )
+
+    async def keep_decision_looks() -> None:
+        await looks.keep_looks(store)
+
+    app.timer(LOOKS_EVERY_S, name="decision_looks")(guarded(keep_decision_looks, metrics))
     app.timer(CHECK_EVERY_S, name="autocomplete_retry")(guarded(autocomplete.retry_pending, metrics))
     app.timer(PERSONALIZATION_EVERY_S, name="personalization_rounds")(
         guarded(personalization.expire_waiting, metrics)

@@ -24,8 +24,8 @@ from schemas.erased_installs import HASHES_SQL, INSTALL_HASH_SQL
 from schemas.sql import quote
 from schemas.topics import EXTENSION, Family
 from schemas.wire import parse_received_at
-from streams.recompute import arrangement_closed, arrangement_hourly, arrangement_stats, clicks_by_rank
 from streams.sinks.raw_writer import RawWriter
+from studies.arrangement.write import clicks_by_rank, closed_sums, hourly_replicates, slice_rows
 
 DAY_S = 86400
 HORIZON_DAYS = 7
@@ -187,15 +187,15 @@ class BulkImporter:
         """The minute aggregate, the per-install 10-second slices and the hours' replicate sums
         of one day. The closed sums of the day's installs are marked stale before (a crash
         half-way leaves them to be rebuilt) and after (a set read while the slices changed is
-        stale too): ``recompute_installs`` rebuilds them (``arrangement_closed``)."""
+        stale too): ``recompute_installs`` rebuilds them (``closed_sums``)."""
         experiment_id, engine = span.experiment_id, span.engine
         lo, hi = span.day_start, span.day_start + DAY_S
-        stale = arrangement_closed.stale_sql(experiment_id, engine, lo, hi)
+        stale = closed_sums.stale_sql(experiment_id, engine, lo, hi)
         await self.store.execute(stale)
         await self.store.execute(clicks_by_rank.range_sql(experiment_id, engine, lo, hi))
-        await self.store.execute(arrangement_stats.slices_range_sql(experiment_id, engine, lo, hi))
+        await self.store.execute(slice_rows.slices_range_sql(experiment_id, engine, lo, hi))
         await self.store.execute(stale)
-        await arrangement_hourly.recompute_day(self.store, experiment_id, engine, lo)
+        await hourly_replicates.recompute_day(self.store, experiment_id, engine, lo)
 
     async def recompute_installs(self, experiment_id: str, engine: str) -> None:
         """The study-wide per-install rows of the installs whose days were recomputed (their
@@ -203,12 +203,12 @@ class BulkImporter:
         whole from its slices and its closed sums rebuilt; then the derived tables are merged
         down, so reads with FINAL find one part per partition and skip the merge (at 10M
         events a report's statements went from ~2 s to ~0.3 s)."""
-        stale = await self.store.query(arrangement_closed.stale_installs_sql(experiment_id, engine))
+        stale = await self.store.query(closed_sums.stale_installs_sql(experiment_id, engine))
         if stale.rows:
-            newest = await self.store.query(arrangement_closed.newest_slice_sql(experiment_id, engine))
-            targets = {(experiment_id, engine): arrangement_closed.closed_through(int(newest.rows[0][0]))}
+            newest = await self.store.query(closed_sums.newest_slice_sql(experiment_id, engine))
+            targets = {(experiment_id, engine): closed_sums.closed_through(int(newest.rows[0][0]))}
             installs = [(experiment_id, engine, str(r[0])) for r in stale.rows]
-            await arrangement_closed.recompute(self.store, installs, (), targets)
+            await closed_sums.recompute(self.store, installs, (), targets)
         tables = (
             "agg_arrangement_install",
             "agg_arrangement_install_subset",

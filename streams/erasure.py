@@ -41,7 +41,7 @@ from schemas.erased_installs import TABLE as ERASED
 from schemas.erased_installs import install_hash
 from schemas.sql import quote
 from streams.bulk_import import DAY_S, BulkImporter, Span
-from streams.recompute import clicks_by_rank
+from studies.arrangement.write import clicks_by_rank
 
 LOG_TABLE = "erasure_log"
 RAW_TABLES = ("raw_extension_events", "raw_install_profiles")

@@ -2,7 +2,7 @@
 on the page context every per-install table keeps (ads, shopping box, SSR at c1/c2).
 
 One definition for the report (``analytics/reports/experiment.py``) and the worker, which
-keeps the study-wide rows of each subset (``streams/recompute/arrangement_stats.py``)."""
+keeps the study-wide rows of each subset (``studies/arrangement/write/slice_rows.py``)."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ class ArmRow:
     beta: list[Estimate] = field(default_factory=list)
 
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
@@ -179,7 +179,7 @@ def figure3_arrays(
     totals = per_install.sum(axis=0).reshape(n_arms, width)
     index = _arms_present(rows)
     arms = sorted(index, key=lambda name: (name != baseline, name))
-    point = {a: _ratio(totals[index[a], 1:], np.full(ranks, totals[index[a], 0])) for a in arms}
+    point = {a: ratio(totals[index[a], 1:], np.full(ranks, totals[index[a], 0])) for a in arms}
     if intervals not in INTERVALS:
         raise ValueError(f"intervals must be one of {INTERVALS}")
     if isinstance(weight_of, ReplicateWeights):
@@ -189,7 +189,7 @@ def figure3_arrays(
     else:
         sums = weights_for_keys(installs, replicates, seed).astype(np.float64).T @ per_install
     replicated = sums.reshape(replicates, n_arms, width)
-    boot = {a: _ratio(replicated[:, index[a], 1:], replicated[:, index[a], :1]) for a in arms}
+    boot = {a: ratio(replicated[:, index[a], 1:], replicated[:, index[a], :1]) for a in arms}
     bounds = _bootstrap_bounds(boot, baseline, level)
     if intervals == "sequential":
         # The sequence, widened where needed to hold the one-look bootstrap interval: a

@@ -17,7 +17,7 @@ from auditstream.cli.data import ApiKeyOpt, Format, Url, call_api, print_result,
 from auditstream.cli.safe_text import json_safe, markup_safe, plain
 
 if TYPE_CHECKING:
-    from analytics.reports.experiment import ReportQuery
+    from studies.arrangement.selection import ReportQuery
 
 app = typer.Typer(
     help="Reports: the minute aggregate (default), an experiment's Figure-3 table, its timeline, "
@@ -182,7 +182,7 @@ def _report_query(
 ) -> ReportQuery:
     """The report's selection from the command's options; a bad option exits 2 (unset
     preprocessing is checked at its defaults: the service reads the registered values)."""
-    from analytics.reports.experiment import ReportQuery, parse_moment
+    from studies.arrangement.selection import ReportQuery, parse_moment
 
     try:
         return ReportQuery(
@@ -350,7 +350,7 @@ def timeline(
 
     JSON and CSV carry every position c1..c10; the table shows --rank.
     """
-    from analytics.reports.experiment import parse_window
+    from studies.arrangement.selection import parse_window
 
     _report_query(experiment_id, engine, burn_in_days, True, subset, since, until, unit_mode)  # exits 2
     try:

@@ -17,20 +17,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from analytics.reports.decisions import restore_looks
-from analytics.reports.experiment import (
-    BOX_BASELINE,
-    BOX_RANKS,
-    INTERVAL_GUARANTEES,
-    ReportQuery,
-    default_preprocessing,
-    parse_moment,
-    parse_window,
-    report_json,
-    run_experiment_report,
-)
-from analytics.reports.markets import run_market_health
-from analytics.reports.timeline import run_timeline_records
 from analytics.stats.reweight import Targets, read_targets, targets_from_rows
 from core.lifetime import exit_with_parent
 from core.settings import Settings
@@ -38,6 +24,13 @@ from core.store import Store, StoreError, StoreUnavailable, open_store
 from ingest.board import panels, queries
 from ingest.board.results import Results, data_version
 from schemas.experiments import ExperimentConfig
+from studies.arrangement.answers import INTERVAL_GUARANTEES, figure3_json
+from studies.arrangement.read.markets import run_market_health
+from studies.arrangement.read.report import report_json, run_experiment_report
+from studies.arrangement.read.timeline import run_timeline_records
+from studies.arrangement.selection import ReportQuery, default_preprocessing, parse_moment, parse_window
+from studies.arrangement.tables import BOX_BASELINE, BOX_RANKS
+from studies.arrangement.write.looks import restore_looks
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +127,9 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "unit_mode": query.unit_mode,
         "seed": SEED,
         "registry_status": config["status"] if config else None,
-        "figure3": panels.figure3_json(report.unweighted or report.figure3, ranks, "control"),
+        "figure3": figure3_json(report.unweighted or report.figure3, ranks, "control"),
         "weighted": (
-            {"figure3": panels.figure3_json(report.figure3, ranks, "control"), **(report.reweighting or {})}
+            {"figure3": figure3_json(report.figure3, ranks, "control"), **(report.reweighting or {})}
             if report.reweighting is not None
             else None
         ),
@@ -144,7 +137,7 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "interval_guarantee": INTERVAL_GUARANTEES[intervals],
         "decisions": decisions,
         "element_shares": panels.shares_json(report.shares),
-        "box_subset": panels.figure3_json(report.box, BOX_RANKS, BOX_BASELINE),
+        "box_subset": figure3_json(report.box, BOX_RANKS, BOX_BASELINE),
         "drops": drops,
         "srm": panels.srm_panel(drops, allocation, srm_alerts),
         "markets": await _markets_panel(store, query),
@@ -418,8 +411,8 @@ async def _warm_panels(store: Store) -> int:
 async def _warm(store: Store) -> int:
     import pyarrow.compute  # noqa: F401  (the reports' first use)
 
-    from analytics.reports.experiment import REPLICATES
     from analytics.stats.bootstrap import install_key_sql, weights_for_keys
+    from studies.arrangement.tables import REPLICATES
 
     table = await store.query_arrow(
         f"SELECT DISTINCT {install_key_sql('install_id', SEED)} AS install_key "

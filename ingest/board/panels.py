@@ -1,27 +1,21 @@
 """The board's data as pure functions over query rows (lists of dicts); no I/O here.
 
 Each function returns the JSON one panel draws. The experiment panels are drawn
-from ``analytics.reports.experiment.run_experiment_report``, the same function behind
+from ``studies.arrangement.read.report.run_experiment_report``, the same function behind
 ``auditstream report experiment``, with the same seed, so they agree to the last digit.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from analytics.reports.experiment import pp_lower_bound
-from analytics.stats.arrangement_table import ArmRow
 from analytics.stats.srm import SRM_ALPHA, srm_test
+from studies.arrangement.answers import clean as _clean
 
 Row = Mapping[str, Any]
-
-
-def _clean(x: float) -> float | None:
-    return None if math.isnan(x) or math.isinf(x) else round(x, 6)
 
 
 # --------------------------------------------------------------------------- index
@@ -85,30 +79,6 @@ def personalization_index(studies: Iterable[Row]) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- experiment
-
-
-def arm_json(row: ArmRow) -> dict[str, Any]:
-    """One arm of a Figure-3 table: CTR, gap and distortion per position, each with its CI."""
-    return {
-        "arm": row.arm,
-        "units": row.units,
-        "installs": row.installs,
-        "ctr": [e.to_json() for e in row.ctr],
-        "delta": [e.to_json() for e in row.delta],
-        "beta": [e.to_json() for e in row.beta],
-    }
-
-
-def figure3_json(table: list[ArmRow], ranks: int, baseline: str) -> dict[str, Any]:
-    """A Figure-3 table (``analytics.reports.experiment``) as the board's panel."""
-    pp = pp_lower_bound(table) if baseline == "control" else math.nan
-    return {
-        "baseline": baseline,
-        "has_baseline": any(r.arm == baseline for r in table),
-        "ranks": ranks,
-        "arms": [arm_json(r) for r in table],
-        "performative_power_lower_bound": _clean(pp),
-    }
 
 
 def shares_json(shares: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,9 +9,10 @@ personalization report, so the board shows the numbers the reports print.
 from __future__ import annotations
 
 from analytics.reports.autocomplete import AutocompleteQuery
-from analytics.reports.experiment import ReportQuery, report_statements
 from analytics.reports.personalization import sections
 from schemas.sql import quote
+from studies.arrangement.read.report import report_statements
+from studies.arrangement.selection import ReportQuery
 
 ALERT_COLUMNS = (
     "toString(alert_id) AS alert_id, toString(created_at) AS created_at, kind, severity, subject, summary"

@@ -21,9 +21,9 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from analytics.reports.decisions import last_complete_day
 from core.store import Store
 from schemas.sql import quote
+from studies.arrangement.looks import last_complete_day
 
 KEPT = 64
 """Results kept (least recently used go first); a report of 100k installs is ~100 kB."""

@@ -21,11 +21,12 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-from analytics.reports import decisions
 from core.store import Store
 from core.store.retry import until_done
 from streams.metrics import WorkerMetrics
-from streams.recompute import arrangement_closed, arrangement_hourly, arrangement_stats
+from studies.arrangement.tables import DAY_S, GRACE_S
+from studies.arrangement.write import closed_sums, hourly_replicates, slice_rows
+from studies.arrangement.write import looks as stored_looks
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ class _Coalescer:
 class ArrangementRollup:
     """Coalesces the recomputes of ``agg_arrangement_10s`` and, after them, of the touched
     installs' study-wide rows in ``agg_arrangement_install`` (every ``interval_s``; from their
-    closed days' sums and the slices since, ``streams/recompute/arrangement_closed.py``), and
+    closed days' sums and the slices since, ``studies/arrangement/write/closed_sums.py``), and
     beside them the touched hours' replicate sums in ``agg_arrangement_replicates_1h``
     (every ``hourly_interval_s``: each is an hour recomputed whole, from its raw rows,
     so it is done less often than the per-install rows the board and reports read).
@@ -153,12 +154,12 @@ class ArrangementRollup:
             started = time.perf_counter()
             # on the store's background lane: the next batches' raw rows and minute
             # aggregate do not wait behind the recompute
-            await self.store.execute(arrangement_stats.slices_sql(due.slices), background=True)
+            await self.store.execute(slice_rows.slices_sql(due.slices), background=True)
             await forget_old_looks(self.store, due.slices)
             # the touched installs' study-wide rows from their closed days' sums and the
             # slices since: work that follows the batch, not the installs' histories
-            targets = arrangement_closed.targets_of(due.slices)
-            await arrangement_closed.recompute(self.store, due.installs, due.slices, targets, background=True)
+            targets = closed_sums.targets_of(due.slices)
+            await closed_sums.recompute(self.store, due.installs, due.slices, targets, background=True)
             self.metrics.rollup_seconds.observe(time.perf_counter() - started)
             self.metrics.rollup_batches.observe(len(due.waiters))
 
@@ -173,7 +174,7 @@ class ArrangementRollup:
 
     async def _recompute_hours(self, due: _Pending) -> None:
         async def once() -> None:
-            await arrangement_hourly.recompute_hours(self.store, arrangement_hourly.hours_of(due.slices))
+            await hourly_replicates.recompute_hours(self.store, hourly_replicates.hours_of(due.slices))
 
         await until_done(
             once,
@@ -186,11 +187,11 @@ class ArrangementRollup:
 def stale_looks(slices: Iterable[SliceKey], now: float) -> dict[tuple[str, str], date]:
     """Per study, the first day whose stored decision-line look the recomputed ``slices``
     make stale: a slice of a day that has been over for ``GRACE_S`` (a replay after a long
-    outage); a look is stored only for such days (analytics/reports/decisions.py)."""
-    newest_stored = now - decisions.GRACE_S - decisions.DAY_S  # latest start of a stored day
+    outage); a look is stored only for such days (studies/arrangement/write/looks.py)."""
+    newest_stored = now - GRACE_S - DAY_S  # latest start of a stored day
     oldest: dict[tuple[str, str], int] = {}
     for experiment_id, engine, start in slices:
-        day_start = start - start % decisions.DAY_S
+        day_start = start - start % DAY_S
         if day_start <= newest_stored:
             key = (experiment_id, engine)
             oldest[key] = min(oldest.get(key, day_start), day_start)
@@ -203,4 +204,4 @@ async def forget_old_looks(store: Store, slices: Iterable[SliceKey], now: float 
         stale_looks(slices, time.time() if now is None else now).items()
     ):
         log.info("slices of %s recomputed after its look was stored: forgetting looks from it on", day)
-        await decisions.forget_looks(store, experiment_id, engine, day)
+        await stored_looks.forget_looks(store, experiment_id, engine, day)

@@ -9,8 +9,8 @@ from typing import Any
 
 from core.store import Store
 from streams.processors.arrangement_rollup import ArrangementRollup
-from streams.recompute import clicks_by_rank
 from streams.recompute.batch import install_keys, slice_keys
+from studies.arrangement.write import clicks_by_rank
 
 
 class ExtensionAggregates:

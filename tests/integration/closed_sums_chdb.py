@@ -30,8 +30,8 @@ from schemas.sql import load_migrations
 from schemas.topics import EXTENSION
 from streams.bulk_import import BulkImporter
 from streams.processors.arrangement_rollup import ArrangementRollup
-from streams.recompute import arrangement_closed, arrangement_hourly, arrangement_stats, clicks_by_rank
 from streams.recompute.batch import install_keys, slice_keys
+from studies.arrangement.write import clicks_by_rank, closed_sums, hourly_replicates, slice_rows
 from tests.integration.chdb_study import print_run
 from tests.integration.test_end_to_end import HOURLY_RECOUNT, HOURLY_STORED, hourly_recount
 
@@ -120,7 +120,7 @@ SELECT engine, arm, original_rank, window_start, units, impressions, clicks
 FROM clicks_by_rank_1m WHERE experiment_id = '__EXP__'
 """
 CLOSED_SETS = f"""
-SELECT install_id, engine, max(through) AS through, {arrangement_closed.WHOLE_SQL} AS whole
+SELECT install_id, engine, max(through) AS through, {closed_sums.WHOLE_SQL} AS whole
 FROM agg_arrangement_install_closed FINAL WHERE experiment_id = '__EXP__'
 GROUP BY install_id, engine
 """
@@ -187,9 +187,9 @@ class Counted:
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
-        self._plans_of = arrangement_closed.plans_of
+        self._plans_of = closed_sums.plans_of
 
-    def __call__(self, *args: Any, **kwargs: Any) -> list[arrangement_closed.Plan]:
+    def __call__(self, *args: Any, **kwargs: Any) -> list[closed_sums.Plan]:
         plans = self._plans_of(*args, **kwargs)
         for plan in plans:
             self.counts["closed" if plan.valid else "whole"] += 1
@@ -226,7 +226,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
     store = ChdbStore(path)
     out: dict[str, Any] = {}
     counted = Counted()
-    arrangement_closed.plans_of = counted  # type: ignore[assignment]
+    closed_sums.plans_of = counted  # type: ignore[assignment]
     try:
         await migrate(store)
         config = TrafficConfig(
@@ -254,10 +254,10 @@ async def run(path: Path, events: int) -> dict[str, Any]:
             for day in range(HISTORY_DAYS):
                 lo = int(START.timestamp()) + day * 86400
                 await store.execute(clicks_by_rank.range_sql(EXP, engine, lo, lo + 86400))
-                await store.execute(arrangement_stats.slices_range_sql(EXP, engine, lo, lo + 86400))
-            await store.execute(arrangement_stats.experiment_installs_sql(EXP, engine))
-            await store.execute(arrangement_stats.experiment_subsets_sql(EXP, engine))
-            await arrangement_hourly.recompute_study(store, EXP, engine)
+                await store.execute(slice_rows.slices_range_sql(EXP, engine, lo, lo + 86400))
+            await store.execute(slice_rows.experiment_installs_sql(EXP, engine))
+            await store.execute(slice_rows.experiment_subsets_sql(EXP, engine))
+            await hourly_replicates.recompute_study(store, EXP, engine)
         (backfill,) = [m for m in load_migrations() if m.version == 34]
         for _ in range(2):  # applied again (an interrupted migration is): the same sets
             for statement in backfill.statements:
@@ -344,7 +344,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
             await importer.recompute_installs(experiment_id, engine)
         out["import"] = {**await differences(store, hourly=True), "plans": counted.take()}
     finally:
-        arrangement_closed.plans_of = counted._plans_of  # type: ignore[assignment]
+        closed_sums.plans_of = counted._plans_of  # type: ignore[assignment]
         await store.close()
     return out
 

@@ -15,11 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from analytics.reports.experiment import ReportQuery, run_experiment_report
 from collectors.simulate.extension_traffic import TrafficConfig
 from core.store.base import QueryLimits, QueryResult
 from core.store.chdb_store import ChdbStore
 from schemas.migrate import migrate
+from studies.arrangement.read.report import run_experiment_report
+from studies.arrangement.selection import ReportQuery
 from tests.integration.chdb_study import print_run, store_study
 
 EXP = "reads"

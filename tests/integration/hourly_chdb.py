@@ -15,15 +15,15 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from analytics.reports.experiment import ReportQuery
-from analytics.reports.timeline import _timeline_from_slices, reads_hourly, run_timeline
 from analytics.stats.arrangement_table import ArmRow
 from collectors.simulate.extension_traffic import TrafficConfig
 from core.store.chdb_store import ChdbStore
 from schemas.migrate import migrate
 from schemas.sql import load_migrations
 from streams.bulk_import import BulkImporter
-from streams.recompute.arrangement_hourly import recompute_hours
+from studies.arrangement.read.timeline import _timeline_from_slices, reads_hourly, run_timeline
+from studies.arrangement.selection import ReportQuery
+from studies.arrangement.write.hourly_replicates import recompute_hours
 from tests.integration.chdb_study import print_run, store_study
 
 EXP = "hourly"

@@ -17,13 +17,15 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from analytics.reports import decisions
-from analytics.reports.experiment import ReportQuery
 from analytics.stats.arrangement_table import Look, first_exclusions
 from collectors.simulate.extension_traffic import TrafficConfig
 from core.store.chdb_store import ChdbStore
 from schemas.migrate import migrate
 from schemas.sql import quote
+from studies.arrangement import looks as shared
+from studies.arrangement.read import decision_line
+from studies.arrangement.selection import ReportQuery
+from studies.arrangement.write import looks as keeper
 from tests.integration.chdb_study import print_run, store_study
 
 EXP = "looks"
@@ -39,9 +41,9 @@ def as_stored(looks: list[Look], through: date) -> list[list[Any]]:
         return "nan" if math.isnan(x) else x
 
     return [
-        [decisions._day(x.look).isoformat(), x.arm, x.installs, value(x.low), value(x.high)]
+        [shared.day_of(x.look).isoformat(), x.arm, x.installs, value(x.low), value(x.high)]
         for x in sorted(looks, key=lambda x: (x.look, x.arm))
-        if decisions._day(x.look) <= through
+        if shared.day_of(x.look) <= through
     ]
 
 
@@ -71,7 +73,7 @@ class CountingStore(ChdbStore):
         table = await super().query_arrow(sql)
         if "agg_arrangement_10s" in sql:
             days = re.findall(r"slice_start (?:>=|<) toDateTime\('(\d{4}-\d{2}-\d{2})", sql)
-            self.reads.append("..".join(days) + (" + totals" if decisions.TOTALS in sql else ""))
+            self.reads.append("..".join(days) + (" + totals" if shared.TOTALS in sql else ""))
             hook, self.after_read = self.after_read, None
             if hook is not None:
                 await hook()
@@ -88,23 +90,23 @@ async def run(path: Path, events: int) -> dict[str, Any]:
         await store_study(store, config, START, DAYS, events)
 
         query = ReportQuery(EXP, burn_in_days=0)
-        selection = decisions.selection_key(query, 0, "control")
-        reference = await decisions.compute_looks(store, query, 0, "control")
+        selection = shared.selection_key(query, 0, "control")
+        reference = await shared.compute_looks(store, query, 0, "control")
         last = START.date() + timedelta(days=DAYS)
         out["arms"] = sorted({x.arm for x in reference})
         out["reference_days"] = len({x.look for x in reference})
         found = first_exclusions(reference, [a for a in out["arms"]])
-        want = {arm: None if day is None else decisions._day(day).isoformat() for arm, day in found.items()}
+        want = {arm: None if day is None else shared.day_of(day).isoformat() for arm, day in found.items()}
         out["decided"] = want
 
         async def step(name: str, through: date) -> None:
             store.reads.clear()
-            decided = await decisions.decision_days(store, query, now=decisions.completed_at(through))
+            await keeper.stored_through(store, query, now=shared.completed_at(through))  # the worker's step
+            decided = await decision_line.decision_days(store, query)
             reads = list(store.reads)
-            looks, stored_through = await decisions.stored_looks(store, query, selection)
+            looks, stored_through = await shared.stored_looks(store, query, selection)
             totals = await store.query(
-                f"SELECT DISTINCT toString(through) FROM {decisions.TOTALS} "
-                f"WHERE selection = {quote(selection)}"
+                f"SELECT DISTINCT toString(through) FROM {shared.TOTALS} WHERE selection = {quote(selection)}"
             )
             out["steps"][name] = {
                 "through": str(stored_through),
@@ -122,37 +124,37 @@ async def run(path: Path, events: int) -> dict[str, Any]:
         # a replay rewrites Aug 31 while the looks are being extended to Sep 4: the forget
         # lands after the read, and the extension must not keep what it read
         async def forget_aug_31() -> None:
-            await decisions.forget_looks(store, EXP, "google", date(2026, 8, 31))
+            await keeper.forget_looks(store, EXP, "google", date(2026, 8, 31))
 
         store.after_read = forget_aug_31
-        await decisions.stored_through(store, query, now=decisions.completed_at(date(2026, 9, 4)))
-        looks, stored_through = await decisions.stored_looks(store, query, selection)
+        await keeper.stored_through(store, query, now=shared.completed_at(date(2026, 9, 4)))
+        looks, stored_through = await shared.stored_looks(store, query, selection)
         totals = await store.query(
-            f"SELECT count() FROM {decisions.TOTALS} FINAL WHERE selection = {quote(selection)} "
+            f"SELECT count() FROM {shared.TOTALS} FINAL WHERE selection = {quote(selection)} "
             "AND through >= '2026-08-31'"
         )
         out["forget_during_extension"] = {
             "through": str(stored_through),
-            "last_look": decisions._day(max(x.look for x in looks)).isoformat() if looks else None,
+            "last_look": shared.day_of(max(x.look for x in looks)).isoformat() if looks else None,
             "totals_from_aug_31": int(totals.rows[0][0]),
         }
         await step("every day", last)
-        await decisions.forget_looks(store, EXP, "google", date(2026, 8, 30))
+        await keeper.forget_looks(store, EXP, "google", date(2026, 8, 30))
         await step("after a forget from Aug 30", last)
-        await decisions.forget_looks(store, EXP, "google", date(2026, 9, 3))
-        await store.execute(f"DELETE FROM {decisions.TOTALS} WHERE 1")
+        await keeper.forget_looks(store, EXP, "google", date(2026, 9, 3))
+        await store.execute(f"DELETE FROM {shared.TOTALS} WHERE 1")
         await step("after the totals were lost", last)
-        await decisions.forget_looks(store, EXP, "google")
+        await keeper.forget_looks(store, EXP, "google")
         await step("from scratch", last)
 
         # a look whose sequence is not defined yet (too few installs in an arm) is kept as NaN
         sparse = ReportQuery(EXP, burn_in_days=0, subset="box")
-        sparse_reference = await decisions.compute_looks(store, sparse, 0, "control")
-        await decisions.stored_through(store, sparse, now=decisions.completed_at(last))
-        sparse_key = quote(decisions.selection_key(sparse, 0, "control"))
+        sparse_reference = await shared.compute_looks(store, sparse, 0, "control")
+        await keeper.stored_through(store, sparse, now=shared.completed_at(last))
+        sparse_key = quote(shared.selection_key(sparse, 0, "control"))
         nans = await store.query(
             "SELECT countIf(isNaN(delta_low)), countIf(delta_low = 0 AND delta_high = 0) "
-            f"FROM {decisions.TABLE} WHERE arm != '' AND selection = {sparse_key}"
+            f"FROM {shared.TABLE} WHERE arm != '' AND selection = {sparse_key}"
         )
         out["nan_looks"] = {
             "reference": sum(math.isnan(x.low) for x in sparse_reference),
@@ -162,14 +164,14 @@ async def run(path: Path, events: int) -> dict[str, Any]:
         }
 
         # the totals equal the per-install counts of every day, summed by hand in Python
-        days = await store.query_arrow(query.windows_keys_sql(decisions.DAY_S, 0, ranks=1))
+        days = await store.query_arrow(query.windows_keys_sql(shared.DAY_S, 0, ranks=1))
         by_hand: dict[tuple[int, str], list[float]] = {}
         for row in days.to_pylist():
             sums = by_hand.setdefault((row["install_key"], row["arm"]), [0.0, 0.0])
             sums[0] += row["n_units"]
             sums[1] += row["c1"]
         stored_totals = await store.query_arrow(
-            f"SELECT install_key, toString(arm) AS arm, n_units, c1 FROM {decisions.TOTALS} FINAL "
+            f"SELECT install_key, toString(arm) AS arm, n_units, c1 FROM {shared.TOTALS} FINAL "
             f"WHERE arm != '' AND selection = {quote(selection)} AND through = {quote(last.isoformat())}"
         )
         kept = {(r["install_key"], r["arm"]): [r["n_units"], r["c1"]] for r in stored_totals.to_pylist()}

@@ -15,11 +15,11 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from analytics.reports.experiment import ReportQuery
-from analytics.reports.timeline import _timeline_from_slices, reads_hourly, run_timeline
 from auditstream.cli import app
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from core.store.base import QueryLimits, QueryResult, Store
+from studies.arrangement.read.timeline import _timeline_from_slices, reads_hourly, run_timeline
+from studies.arrangement.selection import ReportQuery
 from tests.helpers import Service, http, post_study, run_own_process
 from tests.integration.test_end_to_end import assert_hourly_replicates_exact
 from tests.test_streams.test_arrangement_hourly import exact

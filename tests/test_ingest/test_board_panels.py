@@ -11,16 +11,13 @@ from typing import Any
 import orjson
 import pytest
 
-from analytics.reports.experiment import (
-    BOX_BASELINE,
-    ReportQuery,
-    element_share_rows,
-    flatten,
-    table_from_rows,
-)
 from analytics.stats.srm import srm_test
 from core.store import StoreUnavailable
 from ingest.board import panels, queries
+from studies.arrangement.answers import figure3_json, flatten
+from studies.arrangement.read.report import element_share_rows, table_from_rows
+from studies.arrangement.selection import ReportQuery
+from studies.arrangement.tables import BOX_BASELINE
 
 
 def per_install_rows() -> list[dict]:
@@ -86,7 +83,7 @@ def test_experiment_index_merges_data_and_registry() -> None:
 
 def figure3_panel(rows: list[dict[str, Any]], ranks: int, seed: int, baseline: str) -> dict[str, Any]:
     """The board's Figure-3 panel for per-install rows, as the experiment route draws it."""
-    return panels.figure3_json(table_from_rows(rows, ranks, seed, baseline) if rows else [], ranks, baseline)
+    return figure3_json(table_from_rows(rows, ranks, seed, baseline) if rows else [], ranks, baseline)
 
 
 def shares_panel(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from analytics.reports.experiment import ReportQuery
 from core.settings import Settings
 from core.store.base import NoStore, QueryLimits, QueryResult, Store
 from ingest.api_keys import KeyFile
 from ingest.app import create_app
 from ingest.registered_arms import REGISTRY_SQL
 from schemas.erased_installs import HASHES_SQL
+from studies.arrangement.selection import ReportQuery
 
 
 class RecordingStore(Store):

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analytics.reports.experiment import REPLICATES
 from analytics.stats.bootstrap import _CACHE, _weight_rows, install_key
 from core.store.base import NoStore
 from core.store.chdb_store import ChdbStore
 from ingest.board import compute
 from schemas.migrate import migrate
-from streams.recompute.arrangement_stats import INSTALL_COLUMNS
+from studies.arrangement.tables import REPLICATES
+from studies.arrangement.write.slice_rows import INSTALL_COLUMNS
 
 
 async def test_warm_up_computes_the_weights_of_every_stored_install(tmp_path: Path) -> None:

@@ -22,7 +22,6 @@ from openapi_spec_validator import OpenAPIV31SpecValidator
 from pydantic import TypeAdapter, ValidationError
 from typer.testing import CliRunner
 
-from analytics.reports.experiment import MAX_WINDOW_S, parse_moment, parse_window
 from analytics.stats.arrangement_subsets import subset_names
 from core.settings import Settings
 from ingest import openapi
@@ -31,6 +30,7 @@ from ingest.app import create_app
 from schemas.event_types import AnyEvent
 from schemas.events import DAY_PATTERN, TIMESTAMP_PATTERN, Day, Timestamp
 from schemas.experiments import ExperimentConfig
+from studies.arrangement.selection import MAX_WINDOW_S, parse_moment, parse_window
 from tests.openapi_check import assert_valid
 
 

@@ -25,7 +25,7 @@ from core.store.base import NoStore, QueryLimits, QueryResult, Store
 from ingest.api_keys import KeyFile
 from ingest.app import create_app
 from ingest.importing import IMPORTER, RECOMPUTES, Recomputes
-from streams.recompute import arrangement_hourly, clicks_by_rank
+from studies.arrangement.write import clicks_by_rank, hourly_replicates
 
 DAY = 86400
 DAY0 = 20_000 * DAY
@@ -88,7 +88,7 @@ async def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
         here one statement, so that holding and failing the store still apply to it."""
         await store.execute(f"-- hourly replicate sums {lo}-{hi}")
 
-    monkeypatch.setattr(arrangement_hourly, "_recompute", hourly)
+    monkeypatch.setattr(hourly_replicates, "_recompute", hourly)
     settings = Settings(data_dir=tmp_path, kafka_bootstrap="127.0.0.1:9")
     _, admin = KeyFile(settings.resolved_keys_file).create("lab", ("admin",))
     store = HeldStore()

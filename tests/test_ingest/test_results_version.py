@@ -7,7 +7,7 @@ from pathlib import Path
 from core.store.chdb_store import ChdbStore
 from ingest.board.results import data_version
 from schemas.migrate import migrate
-from streams.recompute.arrangement_stats import INSTALL_COLUMNS, subsets_sql
+from studies.arrangement.write.slice_rows import INSTALL_COLUMNS, subsets_sql
 
 
 async def test_the_version_is_the_newest_stamp_of_every_subset_row(tmp_path: Path) -> None:

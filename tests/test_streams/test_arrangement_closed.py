@@ -1,4 +1,4 @@
-"""The plan of a recompute from closed days' sums (``streams/recompute/arrangement_closed.py``):
+"""The plan of a recompute from closed days' sums (``studies/arrangement/write/closed_sums.py``):
 which installs are read from their set, which are recomputed whole, which sets are written.
 The SQL itself is checked against a recount on chDB (tests/integration/test_closed_sums.py)."""
 
@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from streams.recompute import arrangement_closed as ac
-from streams.recompute import arrangement_stats
+from studies.arrangement.write import closed_sums as ac
+from studies.arrangement.write import slice_rows
 
 DAY = 86400
 T = int(datetime(2026, 9, 10, tzinfo=UTC).timestamp())  # a day boundary
@@ -88,7 +88,7 @@ def test_statements_stay_inside_max_query_size(contexts: int) -> None:
     statements = [
         ac.state_sql(installs, slices),
         ac.closed_sql(plans, since),
-        arrangement_stats.installs_sql(installs),
+        slice_rows.installs_sql(installs),
     ]
     for part in ac._portions(plans, lambda p: len(p.touched)):
         statements += [ac.installs_sql(part, since), ac.subsets_sql(part)]

@@ -1,4 +1,4 @@
-"""The per-hour replicate sums (streams/recompute/arrangement_hourly.py) against a direct
+"""The per-hour replicate sums (studies/arrangement/write/hourly_replicates.py) against a direct
 loop, and the hourly timeline (analytics/reports/timeline.py) against Figure 3 computed
 window by window from per-install rows, number for number."""
 
@@ -13,8 +13,10 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from analytics.reports.experiment import ReportQuery, flatten
-from analytics.reports.timeline import (
+from analytics.stats.arrangement_table import ArmRow, PerInstallArrays, figure3_arrays
+from analytics.stats.bootstrap import install_key, poisson1, unit_uniform, weights_for_keys
+from studies.arrangement.answers import flatten
+from studies.arrangement.read.timeline import (
     CHUNK_COLUMNS,
     HOUR_S,
     hourly_sql,
@@ -22,9 +24,8 @@ from analytics.reports.timeline import (
     records_from_hourly,
     timeline_from_hourly,
 )
-from analytics.stats.arrangement_table import ArmRow, PerInstallArrays, figure3_arrays
-from analytics.stats.bootstrap import install_key, poisson1, unit_uniform, weights_for_keys
-from streams.recompute.arrangement_hourly import (
+from studies.arrangement.selection import ReportQuery
+from studies.arrangement.write.hourly_replicates import (
     MAX_KEYS,
     MAX_SPAN_S,
     HourlySums,
@@ -329,7 +330,7 @@ def test_hourly_sql_reads_whole_hours_of_the_kept_rows() -> None:
 
 def test_sum_rows_equals_adding_each_row_to_its_group() -> None:
     """Rows side by side (the statement's order), in reverse and in no order."""
-    from analytics.reports.timeline import _sum_rows
+    from studies.arrangement.read.timeline import _sum_rows
 
     rng = np.random.default_rng(11)
     for size in (1, 7, 500):

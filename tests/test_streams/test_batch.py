@@ -6,7 +6,7 @@ import orjson
 
 from schemas.wire import format_received_at, parse_received_at
 from streams.recompute.batch import decode_batch, slice_keys
-from streams.recompute.clicks_by_rank import recompute_sql
+from studies.arrangement.write.clicks_by_rank import recompute_sql
 
 
 def line(event_id: str, at: str = "2026-11-21 10:00:30.123", **kw: str) -> bytes:

@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 
-from analytics.reports.markets import market_health, markets_sql
 from core.store.chdb_store import ChdbStore
 from schemas.migrate import migrate
+from studies.arrangement.read.markets import market_health, markets_sql
 
 NOW = datetime(2026, 11, 27, 12, tzinfo=UTC)
 

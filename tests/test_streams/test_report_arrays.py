@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analytics.reports.experiment import KeyedWeights
 from analytics.stats.bootstrap import ReplicateWeights, replicate_weights, sorted_unique, weights_for_keys
+from studies.arrangement.read.raking import KeyedWeights
 
 
 def test_sorted_unique_is_np_unique_for_sorted_and_unsorted_keys() -> None:
@@ -53,8 +53,8 @@ def test_report_arrays_of_split_shuffled_rows_give_the_grouped_rows_tables() -> 
     any order); the tables equal those of one summed row per install and arm, sorted."""
     import pyarrow as pa
 
-    from analytics.reports.experiment import report_arrays
     from analytics.stats.arrangement_table import figure3_arrays
+    from studies.arrangement.arrays import report_arrays
 
     rng = np.random.default_rng(3)
     keys = np.unique(rng.integers(0, 2**64 - 1, 60, dtype=np.uint64))

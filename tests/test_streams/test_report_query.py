@@ -4,7 +4,7 @@ from datetime import date, datetime
 
 import pytest
 
-from analytics.reports.experiment import ReportQuery, parse_moment, parse_window
+from studies.arrangement.selection import ReportQuery, parse_moment, parse_window
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from analytics.reports.decisions import DAY_S, GRACE_S
 from streams.processors.arrangement_rollup import stale_looks
+from studies.arrangement.looks import DAY_S, GRACE_S
 
 
 def at(text: str) -> int:
@@ -32,7 +32,7 @@ def test_a_day_is_complete_from_completed_at_on() -> None:
     looks by), and ``stale_looks`` counts a day as stored from the same moment."""
     from datetime import timedelta
 
-    from analytics.reports.decisions import completed_at, last_complete_day
+    from studies.arrangement.looks import completed_at, last_complete_day
 
     for day in (date(2026, 10, 2), date(2026, 12, 31), date(2028, 2, 29)):
         moment = completed_at(day)

@@ -41,16 +41,14 @@ from dataclasses import dataclass, replace
 
 from core.store import Store, StoreError
 from schemas.sql import quote
-from streams.recompute import arrangement_stats
-from streams.recompute.arrangement_stats import AGE_CAP, INSTALL_COLUMNS, SUBSET_COLUMNS, subsets_select_sql
-from streams.recompute.clicks_by_rank import SLICE_S
+from studies.arrangement.tables import CLOSED as TABLE
+from studies.arrangement.tables import DAY_S, GRACE_S, SLICE_S
+from studies.arrangement.write import slice_rows
+from studies.arrangement.write.slice_rows import AGE_CAP, INSTALL_COLUMNS, SUBSET_COLUMNS, subsets_select_sql
 
-TABLE = "agg_arrangement_install_closed"
-DAY_S = 86400
-GRACE_S = 3600
-"""A day is closed an hour after it ends, by the newest slice seen (migration 0034 says the
-same): live events land in the slice of their arrival, so only a replay or an import adds to
-a closed day."""
+# A day is closed GRACE_S after it ends, by the newest slice seen (migration 0034 says the
+# same): live events land in the slice of their arrival, so only a replay or an import adds
+# to a closed day.
 
 INSTALL_CHUNK = 1000
 """Installs per recompute (keeps each statement well inside max_query_size)."""
@@ -494,7 +492,7 @@ async def _recompute_chunk(
     for part in _portions([p for p in plans if p.valid and p.touched], lambda p: len(p.touched)):
         await store.execute(installs_sql(part, since), background=background)
     if whole := [p.key for p in plans if not p.valid]:
-        await store.execute(arrangement_stats.installs_sql(whole), background=background)
+        await store.execute(slice_rows.installs_sql(whole), background=background)
     for part in _portions([p for p in plans if not p.valid or p.subsets], lambda p: len(p.subsets)):
         await store.execute(subsets_sql(part), background=background)
     if any(p.action for p in plans):  # and a first set for every install without one

@@ -11,7 +11,7 @@ acknowledged (``streams/processors/arrangement_rollup.py``), and a bulk import r
 every hour of each day it touched (``streams/bulk_import.py``). The hour's per-install rows are read
 from ``extension_events``, which is ordered by time, so one hour is one contiguous range;
 the 10-second slices are ordered by install, and an hour of all installs would be a scan of
-the whole study. They count exactly what the slices count (``arrangement_stats``). The
+the whole study. They count exactly what the slices count (``slice_rows``). The
 weights and sums are computed in numpy (``hourly_sums``); the rows are written with the
 ClickHouse time read *before* the hour was read as their version, so of two recomputes of
 one hour the one that read later wins; a row the recompute no longer finds gets a
@@ -29,17 +29,15 @@ from typing import Any
 import numpy as np
 import orjson
 
-from analytics.reports.timeline import (
-    HOUR_S,
-    HOURLY_AGE_CAP,
-    HOURLY_RANKS,
-    HOURLY_REPLICATES,
-    HOURLY_SEED,
-    HOURLY_TABLE,
-)
 from analytics.stats.bootstrap import install_key_sql, weights_for_keys
 from core.store import Store
 from schemas.sql import quote
+from studies.arrangement.counting import IMPRESSION, UNIT, organic_click_at
+from studies.arrangement.tables import AGE_CAP as HOURLY_AGE_CAP
+from studies.arrangement.tables import HOUR_S, HOURLY_SEED
+from studies.arrangement.tables import HOURLY as HOURLY_TABLE
+from studies.arrangement.tables import MAX_RANKS as HOURLY_RANKS
+from studies.arrangement.tables import REPLICATES as HOURLY_REPLICATES
 
 HourKey = tuple[str, str, int]  # experiment_id, engine, hour start (unix seconds)
 
@@ -176,19 +174,16 @@ def hours_of(slices: Iterable[tuple[str, str, int]]) -> set[HourKey]:
 
 def install_hours_sql(where: str, lo: int, hi: int) -> str:
     """Per (experiment, engine, hour, install, arm, age, identified) counts of the raw rows
-    in [lo, hi) that ``where`` selects, as ``arrangement_stats`` counts them in the slices
+    in [lo, hi) that ``where`` selects, as ``slices`` counts them in the slices
     (the install key as Int64: its bits, readable on every backend's Arrow path)."""
-    organic = "type = 'click' AND element_type = 'organic' AND page_index = 0"
-    per_rank = ", ".join(
-        f"countIf({organic} AND original_rank = {r}) AS c{r}" for r in range(1, HOURLY_RANKS + 1)
-    )
+    per_rank = ", ".join(f"countIf({organic_click_at(r)}) AS c{r}" for r in range(1, HOURLY_RANKS + 1))
     age = f"least(greatest(dateDiff('day', install_day, toDate(received_at)), 0), {HOURLY_AGE_CAP})"
     return f"""
 SELECT experiment_id, engine, toUInt32(toStartOfHour(received_at)) AS hour_start,
        reinterpretAsInt64({install_key_sql("install_id", HOURLY_SEED)}) AS install_key, arm,
        toUInt8({age}) AS age,
-       toUInt8(identified) AS ident, countIf(type = 'click') AS units,
-       countIf(type = 'serp_view') AS impressions, {per_rank}
+       toUInt8(identified) AS ident, countIf({UNIT}) AS units,
+       countIf({IMPRESSION}) AS impressions, {per_rank}
 FROM extension_events
 WHERE received_at >= toDateTime64({int(lo)}, 3, 'UTC') AND received_at < toDateTime64({int(hi)}, 3, 'UTC')
   AND {where}

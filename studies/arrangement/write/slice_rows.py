@@ -13,7 +13,9 @@ from collections.abc import Collection
 
 from analytics.stats.arrangement_subsets import subsets_array_sql
 from schemas.sql import quote
-from streams.recompute.clicks_by_rank import MAX_RANK, SLICE_S
+from studies.arrangement.counting import ELEMENT_CLICKS, IMPRESSION, UNIT, organic_clicks_by_rank
+from studies.arrangement.tables import AGE_CAP, SLICE_S
+from studies.arrangement.tables import MAX_RANKS as MAX_RANK
 
 COLUMNS = (
     "experiment_id, install_id, slice_start, engine, arm, install_age_days, identified, ads_present, "
@@ -51,11 +53,8 @@ def slices_range_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
 
 
 def _slices_insert(lo: int, hi: int, keys_condition: str) -> str:
-    per_rank = ", ".join(
-        f"toUInt32(countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 "
-        f"AND original_rank = {r}))"
-        for r in range(1, MAX_RANK + 1)
-    )
+    per_rank = ", ".join(organic_clicks_by_rank(MAX_RANK, cast="toUInt32"))
+    elements = ", ".join(f"toUInt32(countIf({rule}))" for rule in ELEMENT_CLICKS.values())
     return f"""
 INSERT INTO agg_arrangement_10s ({COLUMNS})
 SELECT experiment_id, install_id, toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND) AS ws,
@@ -65,13 +64,9 @@ SELECT experiment_id, install_id, toStartOfInterval(received_at, INTERVAL {SLICE
        toUInt8(ads_top_count > 0) AS ads, toUInt8(box != 'none') AS boxp,
        toUInt8(has(ssr_positions, 2)) AS ssr12,
        {n_candidates_bucket_sql()} AS ncb,
-       toUInt32(countIf(type = 'click')), toUInt32(countIf(type = 'serp_view')),
+       toUInt32(countIf({UNIT})), toUInt32(countIf({IMPRESSION})),
        [{per_rank}],
-       toUInt32(countIf(type = 'click' AND element_type = 'ad')),
-       toUInt32(countIf(type = 'click' AND element_type = 'shopping_box')),
-       toUInt32(countIf(type = 'click' AND element_type = 'ssr')),
-       toUInt32(countIf(type = 'click' AND (element_type = 'other'
-                        OR (element_type = 'organic' AND page_index > 0)))),
+       {elements},
        now64(6)
 FROM extension_events
 WHERE received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64({hi}, 3, 'UTC')
@@ -79,9 +74,6 @@ WHERE received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64
 GROUP BY experiment_id, install_id, ws, engine, arm, age, ident, ads, boxp, ssr12, ncb
 """
 
-
-AGE_CAP = 7
-"""``agg_arrangement_install`` keeps days since install up to 7 (7 = seven or more)."""
 
 INSTALL_COLUMNS = (
     "experiment_id, engine, install_id, arm, install_age_days, identified, ads_present, box_present, "

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from schemas.sql import quote
-
-MAX_RANK = 10
-TABLE = "agg_clicks_by_rank_10s"
-SLICE_S = 10
+from studies.arrangement.counting import IMPRESSION, UNIT, click_at
+from studies.arrangement.tables import CLICKS_BY_RANK as TABLE
+from studies.arrangement.tables import MAX_RANKS as MAX_RANK
+from studies.arrangement.tables import SLICE_S
 
 
 def recompute_sql(keys: Collection[tuple[str, str, int]]) -> str:
@@ -37,9 +37,7 @@ def range_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
 
 
 def _insert(lo: int, hi: int, keys_condition: str) -> str:
-    per_rank = ", ".join(  # positions are a first result page's (page_index 0)
-        f"countIf(type = 'click' AND page_index = 0 AND original_rank = {r})" for r in range(1, MAX_RANK + 1)
-    )
+    per_rank = ", ".join(f"countIf({click_at(r)})" for r in range(1, MAX_RANK + 1))
     return f"""
 INSERT INTO {TABLE}
     (experiment_id, engine, arm, original_rank, window_start, units, impressions, clicks,
@@ -49,8 +47,8 @@ FROM
 (
     SELECT experiment_id, engine, arm,
            toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND) AS ws,
-           countIf(type = 'click') AS n_units,
-           countIf(type = 'serp_view') AS n_impressions,
+           countIf({UNIT}) AS n_units,
+           countIf({IMPRESSION}) AS n_impressions,
            [{per_rank}] AS n_clicks
     FROM extension_events
     WHERE received_at >= toDateTime64({lo}, 3, 'UTC')

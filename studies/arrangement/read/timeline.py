@@ -20,37 +20,28 @@ from typing import Any
 
 import numpy as np
 
-from analytics.reports.experiment import (
-    MAX_RANKS,
-    REPLICATES,
-    STUDY_AGE_CAP,
-    UNIT_COLUMNS,
-    ReportQuery,
-    arrays_from_arrow,
-    flatten,
-    record_keys,
-)
 from analytics.stats.arrangement import distortion, gap
 from analytics.stats.arrangement_table import (
     ArmRow,
     Estimate,
     PerInstallArrays,
-    _ratio,
     bootstrap_bound_arrays,
     figure3_arrays,
     json_numbers,
+    ratio,
 )
 from analytics.stats.bootstrap import weights_for_keys
 from core.store import Store
 from schemas.sql import quote
+from studies.arrangement.answers import flatten, record_keys
+from studies.arrangement.arrays import arrays_from_arrow
+from studies.arrangement.selection import ReportQuery
+from studies.arrangement.tables import AGE_CAP, HOUR_S, HOURLY_SEED, MAX_RANKS, REPLICATES, UNIT_COLUMNS
+from studies.arrangement.tables import HOURLY as HOURLY_TABLE
 
-HOURLY_TABLE = "agg_arrangement_replicates_1h"
-HOUR_S = 3600
-HOURLY_SEED = 0
-"""The seed of the stored replicates (``report timeline``'s and the board's default)."""
 HOURLY_REPLICATES = REPLICATES
 HOURLY_RANKS = MAX_RANKS
-HOURLY_AGE_CAP = STUDY_AGE_CAP
+HOURLY_AGE_CAP = AGE_CAP
 """Ages are kept up to 7 days (7 = seven or more), as in ``agg_arrangement_install``."""
 LEVEL = 0.95
 CHUNK_COLUMNS = 512
@@ -226,10 +217,10 @@ def _hourly(table: Any, baseline: str, ranks: int, replicates: int, level: float
         -1, ranks, replicates
     )
 
-    point = _ratio(clicks, units[:, :, None])  # [window, arm, rank]
+    point = ratio(clicks, units[:, :, None])  # [window, arm, rank]
     # per arm [replicate, window, rank], as figure3_arrays' [replicate, rank] for each window
     boot = {
-        names[a]: _ratio(rep_clicks[:, a].transpose(2, 0, 1), rep_units[:, a].T[:, :, None])
+        names[a]: ratio(rep_clicks[:, a].transpose(2, 0, 1), rep_units[:, a].T[:, :, None])
         for a in range(n_arms)
     }
     bounds = _bounds_by_window(boot, present, names, baseline, level)
@@ -244,7 +235,7 @@ def timeline_from_hourly(
     level: float = LEVEL,
 ) -> list[tuple[int, list[ArmRow]]]:
     """The rows of ``hourly_sql`` (an Arrow table) as one Figure-3 table per window, as
-    ``figure3_arrays`` computes it from per-install rows: the same ratios (``_ratio``) and
+    ``figure3_arrays`` computes it from per-install rows: the same ratios (``ratio``) and
     percentile intervals (``_bootstrap_bounds``), every window at once."""
     if not table.num_rows:
         return []

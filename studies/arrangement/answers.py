@@ -1,0 +1,245 @@
+"""The arrangement experiment's answers, defined once: the models of what the report, the
+timeline and the decision line say, and the two functions that write a Figure-3 table in
+their forms. The CLI (JSON and CSV), the board, the HTTP reports and the OpenAPI document
+all take them from here (``tests/test_studies/test_answers.py`` fails when one drifts).
+
+A Figure-3 arm has one model (``Figure3Arm``: per position, an ``Estimate`` of the CTR, the
+gap and the distortion) and two forms of it: nested (``arm_json``, what the board draws)
+and flat (``flatten``: one column per estimate, ``ctr_c1``, ``ctr_c1_ci_low``, ..., what
+the report, the timeline, CSV and the analyst views carry; ``ReportArm`` is its model,
+derived from ``Figure3Arm``'s fields).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
+
+from analytics.stats.arrangement import performative_power_lower_bound
+from analytics.stats.arrangement_table import ArmRow, json_number
+from studies.arrangement.tables import CONTROL, ELEMENTS
+
+Number = float | None
+"""An estimate: ``null`` where it is undefined (no units, no baseline)."""
+
+INTERVAL_GUARANTEES = {
+    "bootstrap": "95% clustered bootstrap: valid for one look at a fixed moment, not for watching",
+    "sequential": (
+        "95% confidence sequence: covers the truth at every moment of the study at once, so it "
+        "may be watched and the study stopped when it excludes zero"
+    ),
+}
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Estimate(_Closed):
+    """One estimate with its 95% interval (``null``: undefined)."""
+
+    value: Number
+    ci_low: Number
+    ci_high: Number
+
+
+class Figure3Arm(_Closed):
+    """One arm of a Figure-3 table: CTR, gap and distortion at c_1..c_ranks."""
+
+    arm: str
+    units: int
+    installs: int
+    ctr: list[Estimate]
+    delta: list[Estimate]
+    beta: list[Estimate]
+
+
+class Figure3(_Closed):
+    """A Figure-3 table as the board draws it."""
+
+    baseline: str
+    has_baseline: bool
+    ranks: int
+    arms: list[Figure3Arm]
+    performative_power_lower_bound: Number
+
+
+ESTIMATES = tuple(name for name, f in Figure3Arm.model_fields.items() if f.annotation == list[Estimate])
+"""The per-position estimates of an arm: ``ctr``, ``delta``, ``beta``."""
+BOUNDS = {"value": "", "ci_low": "_ci_low", "ci_high": "_ci_high"}
+"""Each field of ``Estimate`` and the suffix of its flat key (``ctr_c1``, ``ctr_c1_ci_low``)."""
+COUNTS = tuple(name for name in Figure3Arm.model_fields if name not in ESTIMATES)
+"""An arm's own columns, before its estimates: ``arm``, ``units``, ``installs``."""
+
+
+class DecisionLine(RootModel[dict[str, str | None]]):
+    """Per arm, the first day (ISO date) the confidence sequence for delta_c1 excluded zero,
+    or null (not yet)."""
+
+
+@cache
+def record_keys(name: str, i: int) -> tuple[str, str, str]:
+    """A flat record's keys for one estimate: value, low and high of ``name`` at c_i."""
+    return tuple(f"{name}_c{i}{suffix}" for suffix in BOUNDS.values())  # type: ignore[return-value]
+
+
+def flat_columns(ranks: int) -> list[str]:
+    """The columns of a flat Figure-3 record with c_1..c_ranks (CSV's header)."""
+    return [*COUNTS, *(k for name in ESTIMATES for i in range(1, ranks + 1) for k in record_keys(name, i))]
+
+
+def flatten(table: list[ArmRow]) -> list[dict[str, Any]]:
+    """One flat record per arm, for JSON and CSV output (the keys and values of
+    ``Estimate.to_json``, written straight in: a 720-window timeline has 400k of them)."""
+    out = []
+    for row in table:
+        record: dict[str, Any] = {"arm": row.arm, "units": row.units, "installs": row.installs}
+        for name in ESTIMATES:
+            for i, e in enumerate(getattr(row, name), start=1):
+                value, low, high = record_keys(name, i)
+                record[value] = json_number(e.value)
+                record[low] = json_number(e.ci_low)
+                record[high] = json_number(e.ci_high)
+        out.append(record)
+    return out
+
+
+def arm_json(row: ArmRow) -> dict[str, Any]:
+    """One arm of a Figure-3 table in the nested form (``Figure3Arm``)."""
+    return {
+        "arm": row.arm,
+        "units": row.units,
+        "installs": row.installs,
+        **{name: [e.to_json() for e in getattr(row, name)] for name in ESTIMATES},
+    }
+
+
+def clean(x: float) -> float | None:
+    """A number for JSON: None for NaN and infinities, else rounded to 6 places."""
+    return None if math.isnan(x) or math.isinf(x) else round(x, 6)
+
+
+def pp_lower_bound(table: list[ArmRow]) -> float:
+    """max over arms of |delta_1| (point estimates)."""
+    return performative_power_lower_bound({r.arm: r.delta[0].value for r in table if r.delta})
+
+
+def figure3_json(table: list[ArmRow], ranks: int, baseline: str) -> dict[str, Any]:
+    """A Figure-3 table in the nested form (``Figure3``)."""
+    pp = pp_lower_bound(table) if baseline == CONTROL else math.nan
+    return {
+        "baseline": baseline,
+        "has_baseline": any(r.arm == baseline for r in table),
+        "ranks": ranks,
+        "arms": [arm_json(r) for r in table],
+        "performative_power_lower_bound": clean(pp),
+    }
+
+
+_ESTIMATE_KEY = rf"^({'|'.join(ESTIMATES)})_c[0-9]+({'|'.join(s for s in BOUNDS.values() if s)})?$"
+
+
+class ReportArm(BaseModel):
+    """One arm of a Figure-3 table as flat columns: ``ctr_c1``, ``ctr_c1_ci_low``,
+    ``ctr_c1_ci_high``, ``delta_c1``, ... ``beta_c<k>_ci_high`` (numbers or null)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "patternProperties": {_ESTIMATE_KEY: {"type": ["number", "null"]}},
+            "additionalProperties": False,
+        },
+    )
+    arm: str
+    units: int = Field(ge=0)
+    installs: int = Field(ge=0)
+
+
+ElementShare: type[BaseModel] = create_model(
+    "ElementShare",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="Share of an arm's clicks per element type, with 95% intervals from the bootstrap.",
+    arm=(str, ...),
+    clicks=(int, ...),
+    **{f"{e}{part}": (Number, None) for e in ELEMENTS for part in BOUNDS.values()},  # type: ignore[call-overload]
+)
+
+
+class Drops(BaseModel):
+    """Units per arm (clicks, or shown pages in impression mode) before preprocessing and
+    dropped by each rule (``drops_sql``)."""
+
+    arm: str
+    all_units: int
+    burn_in_dropped: int
+    unidentified_dropped: int
+    kept_clicks: int = Field(
+        description="Click units kept (identified, past the burn-in), whatever the unit mode: "
+        "what the SRM check counts."
+    )
+
+
+class BoxSubset(_Closed):
+    baseline: str
+    arms: list[ReportArm]
+
+
+class MarketHealth(_Closed):
+    """One engine market of an experiment (``read/markets.py``)."""
+
+    market: str = Field(description="The Google domain's country code or Bing's market; '' when unknown.")
+    events: int
+    identified_share: Number
+    units_by_arm: dict[str, int] = Field(description="Clicks kept after preprocessing, per arm.")
+    srm_chi2: Number
+    srm_p_value: Number
+    srm_mismatch: bool | None = Field(description="p below the SRM alpha (null: unregistered, or no units).")
+
+
+class ExperimentReport(_Closed):
+    """``auditstream report experiment --format json``."""
+
+    baseline: str
+    arms: list[ReportArm]
+    box_subset: BoxSubset
+    element_shares: list[ElementShare]
+    performative_power_lower_bound: Number
+    preprocessing: list[Drops]
+    burn_in_days: int = Field(
+        ge=0, description="Days dropped at the start of each install: as asked, else as registered, else 4."
+    )
+    unit_mode: Literal["click", "impression"] = Field(
+        description="What a unit is: as asked, else as the experiment was registered, else click."
+    )
+    intervals: str = Field(json_schema_extra={"enum": list(INTERVAL_GUARANTEES)})
+    interval_guarantee: str
+    decisions: DecisionLine | None = Field(
+        description="Sequential intervals: per arm, the first day delta_c1 excluded zero (ISO date)."
+    )
+    reweighting: dict[str, Any] | None = Field(description="With targets: installs raked, effective size.")
+    unweighted_arms: list[ReportArm] | None
+    subset_bounds: dict[str, Any] | None = Field(
+        default=None,
+        description="An n_candidates quintile: the n_candidates_bucket range its units were "
+        "counted in (above: exclusive, at_most: inclusive; null where the quintile is open). "
+        "The preprocessing rows use the quintile's boundaries over all units.",
+    )
+    markets: list[MarketHealth] | None = Field(
+        default=None, description="Per engine market: events, identified share, SRM of the kept clicks."
+    )
+
+
+class TimelineWindow(_Closed):
+    window_start: str = Field(description="ISO timestamp (UTC) of the window's start.")
+    arms: list[ReportArm]
+
+
+class Timeline(_Closed):
+    window_seconds: int = Field(gt=0)
+    baseline: str
+    burn_in_days: int = Field(ge=0, description="As for the experiment report.")
+    unit_mode: Literal["click", "impression"] = Field(description="As for the experiment report.")
+    windows: list[TimelineWindow] = Field(min_length=1)
