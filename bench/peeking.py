@@ -3,7 +3,7 @@ looked at after every 1,000 click units, for the fixed-horizon bootstrap and for
 confidence sequence.
 
 Run: ``.venv/bin/python -m bench.peeking [--studies 1000 --looks 30]``. A small version
-runs in ``tests/test_streams/test_sequential.py``. Each simulated study has installs that
+runs in ``tests/test_analytics/test_sequential.py``. Each simulated study has installs that
 join over time, each with its own click propensity (clicks of one person are correlated,
 as in the panel), and queries randomised between control and swap_1_2 with no effect
 (or with ``--effect``, a planted drop of CTR_1 in swap_1_2).

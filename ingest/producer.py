@@ -223,7 +223,7 @@ class EventProducer:
             max_request_size=4 * 1024 * 1024,
             request_timeout_ms=max(1000, int(self.timeout_s * 1000)),
             retry_backoff_ms=100,
-            enable_idempotence=False,  # tansu rejects idempotent producers (DESIGN.md §4a)
+            enable_idempotence=False,  # tansu rejects idempotent producers (bench/README.md)
         )
 
     async def start(self) -> None:

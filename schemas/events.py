@@ -1,4 +1,4 @@
-"""Pydantic v2 models for the three event families of DESIGN.md §2.
+"""Pydantic v2 models for the three event families of docs/method.md (each family's section).
 
 The table of event types (model, family, topic, raw table) is ``schemas/event_types.py``.
 

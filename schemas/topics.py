@@ -1,4 +1,4 @@
-"""Topic names and partition keys (DESIGN.md §4).
+"""Topic names and partition keys (docs/architecture.md).
 
 The partition key keeps related events on one partition, in order: an install's
 extension events (and its onboarding answers), a snapshot round's profiles, and a crawl's nodes with its

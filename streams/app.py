@@ -1,7 +1,7 @@
 """The faust app: one agent per event family, batches into the ClickHouse sink.
 
 No I/O happens at import; ``create_app`` builds everything from the settings.
-State lives in ClickHouse, not in faust tables (DESIGN.md §4a): tansu never
+State lives in ClickHouse, not in faust tables (docs/architecture.md): tansu never
 compacts changelogs and faust's RocksDB tables do not survive its offsets.
 """
 

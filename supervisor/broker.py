@@ -2,7 +2,7 @@
 
 tansu keeps every message in memory with no retention, so ``rss_mb`` is watched
 and the operator warned. A restart loses everything still in the broker that
-the worker had not stored yet (DESIGN.md §4a).
+the worker had not stored yet (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Powermeter estimators of DESIGN.md §3.1, on counts.
+"""The Powermeter estimators of docs/method.md ("Estimators"), on counts.
 
 CTR_i(a) = clicks on c_i in arm a / units of arm a. The performativity gap is
 delta_i(a) = CTR_i(a) - CTR_i(control); the algorithmic distortion is

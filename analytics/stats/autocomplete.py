@@ -1,4 +1,4 @@
-"""Autocomplete audits (RAI, DESIGN.md §3.3): suggestion sets, churn, survival, words and nmi.
+"""Autocomplete audits (RAI, docs/method.md): suggestion sets, churn, survival, words and nmi.
 
 One crawl of one root is a sequence of submitted `Node`s, as the `autocomplete_node`
 events carry them. Everything here is a pure function of such crawls or of the
@@ -134,7 +134,7 @@ def churn(
     A cell present in only one crawl (or empty in the other) has churn 1.0: everything
     there appeared or disappeared. A cell empty in both is left out, not 0, because
     nothing was there to change and a zero would pull the mean churn down. Compare only
-    crawls that completed (DESIGN.md §2.3): a blocked branch would read as full churn.
+    crawls that completed (docs/method.md, "Breadth-first crawls"): a blocked branch would read as full churn.
     """
     out: dict[RankDepth, float] = {}
     for cell in sorted(set(previous) | set(current)):
@@ -215,7 +215,7 @@ def word_distribution(suggestion_texts: Iterable[str], root: str) -> Counter[str
 def nmi(previous: Mapping[str, float], current: Mapping[str, float]) -> float:
     """Information stability between two crawls of one root: nmi = 1 - I(W;T) / H(T).
 
-    The project's reading of the paper's Equation 3 (DESIGN.md §3.3): T is the crawl (t or
+    The project's reading of the paper's Equation 3 (docs/method.md, "Information stability (nmi)"): T is the crawl (t or
     t+1, each with probability 1/2) and W a word drawn from that crawl's word distribution.
     Then H(T) = ln 2 and I(W;T) is the Jensen-Shannon divergence of the two distributions,
     so nmi = 1 - JSD(P, Q) / ln 2: 1 when nothing changed (equal distributions, whatever

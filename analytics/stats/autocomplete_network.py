@@ -1,4 +1,4 @@
-"""Suggestion-network trimming and association networks (RAI, DESIGN.md §3.3; paper §3 and §4.4).
+"""Suggestion-network trimming and association networks (RAI, docs/method.md; paper §3 and §4.4).
 
 Trimming: an edge query -> suggestion is trimmed when the suggestion drifts away from the
 root (an "emergent root" such as "scott walker wisconsin recount" -> "recount"). The

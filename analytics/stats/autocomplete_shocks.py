@@ -1,4 +1,4 @@
-"""Shocks: crawl rounds in which many roots lose information stability at once (DESIGN.md §3.3).
+"""Shocks: crawl rounds in which many roots lose information stability at once (docs/method.md, "Shocks").
 
 The paper (§4.3, Figure 7) saw roughly weekly drops in nmi across most roots on Google
 and read them as possible algorithm updates rather than news about one root. The rule

@@ -1,4 +1,4 @@
-"""Personalization audits (Hannak et al., DESIGN.md §3.2): compare the profiles of one round.
+"""Personalization audits (Hannak et al., docs/method.md): compare the profiles of one round.
 
 A round is one query issued by every profile at the same moment. Treatment profiles
 are compared with the control; the control is compared with its twin, an identical

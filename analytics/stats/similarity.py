@@ -1,4 +1,4 @@
-"""Set and list similarity shared by the autocomplete and personalization audits (DESIGN.md §3.2, §3.3)."""
+"""Set and list similarity shared by the autocomplete and personalization audits (docs/method.md)."""
 
 from __future__ import annotations
 

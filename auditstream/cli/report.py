@@ -163,7 +163,9 @@ def experiment(
     if format == "json":
         emit_json(doc)
     elif format == "csv":
-        columns = list(doc["arms"][0]) if doc["arms"] else []
+        from studies.arrangement.answers import flat_columns
+
+        columns = flat_columns(ranks)  # the answer's model (studies/arrangement/answers.py)
         print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in doc["arms"]]}, "csv")
     else:
         units = f"burn-in {doc['burn_in_days']} days · units {doc['unit_mode']}"
@@ -376,7 +378,10 @@ def timeline(
         emit_json(doc)
     elif format == "csv":
         records = [{"window_start": w["window_start"], **r} for w in doc["windows"] for r in w["arms"]]
-        columns = list(dict.fromkeys(c for r in records for c in r))
+        from studies.arrangement.answers import flat_columns
+        from studies.arrangement.tables import MAX_RANKS
+
+        columns = ["window_start", *flat_columns(MAX_RANKS)]
         print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in records]}, "csv")
     else:
         units = f"burn-in {doc['burn_in_days']} days · units {doc['unit_mode']}"

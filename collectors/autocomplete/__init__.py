@@ -1,4 +1,4 @@
-"""Autocomplete crawls by recursive algorithm interrogation (RAI; DESIGN.md §2.3, §3.3).
+"""Autocomplete crawls by recursive algorithm interrogation (RAI; docs/method.md, "Autocomplete audits").
 
 Breadth-first search from each root, submitting every suggestion as the next query,
 one ``autocomplete_node`` event per submitted node between ``crawl_started`` and

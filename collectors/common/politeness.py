@@ -78,7 +78,7 @@ class CircuitBreaker:
     Open: every request of the engine waits out the cooldown. Then half-open: the next
     answer decides; another block reopens it with a doubled cooldown (up to the max),
     an ordinary answer closes it. ``on_change`` gets a human-readable message, so the
-    operator sees a block as it happens (DESIGN.md §1: "a crawler got blocked").
+    operator sees a block as it happens (docs/metrics.md: "a crawler got blocked").
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""Personalization audits: lock-step SERP snapshots (Hannak et al.; DESIGN.md §2.2, §3.2).
+"""Personalization audits: lock-step SERP snapshots (Hannak et al.; docs/method.md, "Personalization audits").
 
 All profiles of a study run the same query at the same moment, round after round on
 a fixed clock grid; one ``serp_snapshot`` event per (round, profile). Modules, from

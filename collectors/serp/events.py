@@ -1,4 +1,4 @@
-"""SERP snapshot events (DESIGN.md §2.2), built through the schema model so they validate.
+"""SERP snapshot events (docs/method.md, "Lock-step crawls"), built through the schema model so they validate.
 
 One ``serp_snapshot`` per (round, profile). The event id is UUIDv5 of (study, round,
 profile, query): a round re-sent after a crash or by ``crawl reparse`` has the same

@@ -3,7 +3,7 @@
 Each root has a pool of topic words. A suggestion for query q adds one pool word to
 q; which words are offered drifts slowly from round to round (about ``drift`` of the
 offers change), and in a shock round every root's offers are drawn from fresh words,
-as after an algorithm update. The breadth-first crawl follows DESIGN.md §2.3: each
+as after an algorithm update. The breadth-first crawl follows docs/method.md ("Breadth-first crawls"): each
 suggestion is submitted once per crawl, down to ``max_depth``.
 """
 

@@ -1,4 +1,4 @@
-// The events the extension sends (DESIGN.md §2.1), built from an allow-list of fields: no
+// The events the extension sends (docs/method.md, "Events and page context"), built from an allow-list of fields: no
 // query, URL, title or page text can reach one, whatever the page holds.
 
 export const SCHEMA_VERSION = 1;

@@ -1,5 +1,5 @@
 // A result page as the experiment sees it: which element is which (with the rulebook of
-// serp_rules.js), the page context of DESIGN.md §2.1, and the arm's rearrangement. DOM only;
+// serp_rules.js), the page context of docs/method.md, and the arm's rearrangement. DOM only;
 // nothing here reads or returns the query, a URL, a title or page text.
 
 import { findComponents } from "./serp_rules.js";

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from tests.helpers import run_own_process
-from tests.integration.closed_sums_chdb import HISTORY_DAYS, LIVE_DAYS, START
+from tests.integration.helpers.closed_sums_chdb import HISTORY_DAYS, LIVE_DAYS, START
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +25,7 @@ TABLES = {
 
 
 def test_every_derived_table_equals_a_recount_after_each_step() -> None:
-    out = run_own_process("tests.integration.closed_sums_chdb", "900", timeout=600)
+    out = run_own_process("tests.integration.helpers.closed_sums_chdb", "900", timeout=600)
     steps = ["upgrade", *(f"day {d}" for d in range(HISTORY_DAYS, HISTORY_DAYS + LIVE_DAYS))]
     steps += ["late event", "replay", "after a half-written set", "import"]
     for step in steps:

@@ -132,8 +132,8 @@ def test_complete_days_are_looked_at_once_and_equal_a_recount(service: Service, 
 def test_looks_extend_day_by_day_from_their_stored_totals() -> None:
     """Each new complete day's look is the stored totals plus that day's slices, and equals
     one pass over every day; a forget or lost totals start over from the first day, a
-    calendar month per pass (tests/integration/looks_chdb.py)."""
-    out = run_own_process("tests.integration.looks_chdb", "8000")
+    calendar month per pass (tests/integration/helpers/looks_chdb.py)."""
+    out = run_own_process("tests.integration.helpers.looks_chdb", "8000")
     assert out["reference_days"] == 11 and len(out["arms"]) == 5
     assert out["totals_equal"] and out["totals_rows"] > 100  # the totals = the days summed by hand
     nan = out["nan_looks"]  # an undefined sequence is stored as NaN, not as a [0, 0] interval

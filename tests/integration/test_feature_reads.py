@@ -27,7 +27,7 @@ def test_sequential_and_reweighted_reports_read_only_per_install_rows_once_the_l
     slices); every report after it, sequential, reweighted or both, names only per-install
     tables and the stored looks, and gives the same decision line (tests/integration/
     feature_reads_chdb.py)."""
-    out = run_own_process("tests.integration.feature_reads_chdb")
+    out = run_own_process("tests.integration.helpers.feature_reads_chdb")
     first = out["first sequential"]
     assert "agg_arrangement_10s" in first["tables"]  # the looks' one pass: the noting works
     assert first["decisions"] and any(day is not None for day in first["decisions"].values())

@@ -1,5 +1,5 @@
 """No GET route writes to the store: every table's rows are the same before and after every
-GET route of the service was called over a study (tests/integration/get_routes_chdb.py)."""
+GET route of the service was called over a study (tests/integration/helpers/get_routes_chdb.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_no_get_route_writes_to_the_store() -> None:
-    out = run_own_process("tests.integration.get_routes_chdb", "6000")
+    out = run_own_process("tests.integration.helpers.get_routes_chdb", "6000")
     answered = out["answered"]
     # every GET route was called, and the study's panels answered with data
     assert len(out["routes"]) >= 12 and out["tables"] >= 25

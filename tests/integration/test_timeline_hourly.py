@@ -22,13 +22,13 @@ from studies.arrangement.read.timeline import _timeline_from_slices, reads_hourl
 from studies.arrangement.selection import ReportQuery
 from tests.helpers import Service, http, post_study, run_own_process
 from tests.integration.test_end_to_end import assert_hourly_replicates_exact
-from tests.test_streams.test_arrangement_hourly import exact
+from tests.test_studies.test_arrangement_hourly import exact
 
 pytestmark = pytest.mark.integration
 
 
 def test_hourly_rows_and_timeline_on_a_fresh_chdb() -> None:
-    out = run_own_process("tests.integration.hourly_chdb", "6000")
+    out = run_own_process("tests.integration.helpers.hourly_chdb", "6000")
     assert out["hours"] == 49 and out["rows"] > out["hours"]  # two days from 07:30: 49 hours
     assert out["backfill_differs"] == 0  # the migration's SQL weights = the worker's numpy ones
     assert out["recomputed_differs"] == 0  # a re-import, and the stream's hour-by-hour path

@@ -21,7 +21,7 @@ from tests.test_deploy.common import (
     tool,
 )
 
-# Every alert the issue asks for, by what it watches (DESIGN.md §4 Observability).
+# Every alert the issue asks for, by what it watches (docs/metrics.md).
 REQUIRED_ALERTS = {
     "AuditstreamSRM",
     "AuditstreamIdentificationFailureSpike",

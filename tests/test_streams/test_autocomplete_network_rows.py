@@ -15,7 +15,7 @@ from streams.recompute.autocomplete_rows import (
     edge_rows,
     structure_rows,
 )
-from tests.test_streams.test_stats_autocomplete_structure import CRAWL, ROOT
+from tests.test_analytics.test_stats_autocomplete_structure import CRAWL, ROOT
 
 NOW = "2026-11-22 10:00:00.000000"
 

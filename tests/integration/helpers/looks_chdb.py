@@ -26,7 +26,7 @@ from studies.arrangement import looks as shared
 from studies.arrangement.read import decision_line
 from studies.arrangement.selection import ReportQuery
 from studies.arrangement.write import looks as keeper
-from tests.integration.chdb_study import print_run, store_study
+from tests.integration.helpers.chdb_study import print_run, store_study
 
 EXP = "looks"
 START = datetime(2026, 8, 26, 5, tzinfo=UTC)

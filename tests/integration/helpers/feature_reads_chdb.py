@@ -2,10 +2,10 @@
 board refresh, another report of the same study), on a fresh chDB in a process of its own
 (chDB allows one session per process; run by test_feature_reads.py as ``python -m``).
 
-A study is stored and recomputed as a bulk import does. The first sequential report stores
-the decision line's looks of the complete days (a read of the 10-second slices, once per
-day and selection). Every statement of the reports after it is then noted, with the tables
-it names. Prints JSON.
+A study is stored and recomputed as a bulk import does. After the first sequential report
+the worker's step stores the decision line's looks of the complete days (a read of the
+10-second slices, once per day and selection; reports never store them). Every statement
+of the reports after it is then noted, with the tables it names. Prints JSON.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from core.store.chdb_store import ChdbStore
 from schemas.migrate import migrate
 from studies.arrangement.read.report import run_experiment_report
 from studies.arrangement.selection import ReportQuery
-from tests.integration.chdb_study import print_run, store_study
+from studies.arrangement.write.looks import stored_through
+from tests.integration.helpers.chdb_study import print_run, store_study
 
 EXP = "reads"
 START = datetime(2026, 8, 20, 5, tzinfo=UTC)
@@ -71,6 +72,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
             }
 
         out["first sequential"] = await noted(ranks=10, intervals="sequential")
+        await stored_through(store, query)  # the worker's step: the complete days' looks stored
         out["sequential again"] = await noted(ranks=5, intervals="sequential")
         out["reweighted"] = await noted(ranks=10, targets=TARGETS)
         out["reweighted sequential"] = await noted(ranks=8, intervals="sequential", targets=TARGETS)

@@ -24,7 +24,7 @@ from streams.bulk_import import BulkImporter
 from studies.arrangement.read.timeline import _timeline_from_slices, reads_hourly, run_timeline
 from studies.arrangement.selection import ReportQuery
 from studies.arrangement.write.hourly_replicates import recompute_hours
-from tests.integration.chdb_study import print_run, store_study
+from tests.integration.helpers.chdb_study import print_run, store_study
 
 EXP = "hourly"
 START = datetime(2026, 10, 1, 7, 30, tzinfo=UTC)

@@ -24,7 +24,7 @@ from ingest.api_keys import SCOPES, KeyFile
 from ingest.app import create_app
 from schemas.migrate import migrate
 from studies.arrangement.write.looks import keep_looks
-from tests.integration.chdb_study import print_run, store_study
+from tests.integration.helpers.chdb_study import print_run, store_study
 
 EXP = "get-only"
 DAYS = 4

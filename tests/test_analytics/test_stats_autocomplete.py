@@ -1,4 +1,4 @@
-"""Autocomplete statistics (DESIGN.md §3.3) against hand-computed values and a second method."""
+"""Autocomplete statistics (docs/method.md, "Autocomplete audits") against hand-computed values and a second method."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ from streams.bulk_import import BulkImporter
 from streams.processors.arrangement_rollup import ArrangementRollup
 from streams.recompute.batch import install_keys, slice_keys
 from studies.arrangement.write import clicks_by_rank, closed_sums, hourly_replicates, slice_rows
-from tests.integration.chdb_study import print_run
+from tests.integration.helpers.chdb_study import print_run
 from tests.integration.test_end_to_end import HOURLY_RECOUNT, HOURLY_STORED, hourly_recount
 
 EXP = "closed"

@@ -1,0 +1,114 @@
+"""The arrangement experiment's answers are defined once (``studies/arrangement/answers.py``):
+the forms the board, the reports, CSV and the OpenAPI document give are checked against the
+models here, so a form that drifts from its model fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from ingest import openapi_models
+from ingest.openapi import OPERATIONS
+from studies.arrangement import answers
+from studies.arrangement.answers import (
+    COUNTS,
+    ESTIMATES,
+    DecisionLine,
+    Estimate,
+    Figure3,
+    Figure3Arm,
+    ReportArm,
+    Timeline,
+    arm_json,
+    figure3_json,
+    flat_columns,
+    flatten,
+    record_keys,
+)
+from studies.arrangement.read.report import ExperimentReport, element_share_rows, report_json, table_from_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+ROWS = [
+    {"install_id": f"i{i}", "arm": arm, "n_units": 5 + i % 3, "n_clicks": [i % 4, (i + 1) % 3, i % 2]}
+    for i in range(24)
+    for arm in ("control", "swap_1_2", "hide_ads_box")
+]
+
+
+def table(ranks: int = 3, baseline: str = "control") -> list[Any]:
+    return table_from_rows(ROWS, ranks, seed=1, baseline=baseline)
+
+
+def test_the_nested_form_is_the_model() -> None:
+    doc = figure3_json(table(), 3, "control")
+    assert Figure3.model_validate(doc).model_dump() == doc  # closed models: no key more or less
+    assert list(arm_json(table()[0])) == list(Figure3Arm.model_fields)
+    assert ESTIMATES == ("ctr", "delta", "beta") and COUNTS == ("arm", "units", "installs")
+    assert set(answers.BOUNDS) == set(Estimate.model_fields)
+
+
+def test_the_flat_form_is_the_nested_one_column_by_column() -> None:
+    rows = table()
+    for flat, row in zip(flatten(rows), rows, strict=True):
+        ReportArm.model_validate(flat)
+        # CSV's header is the model's columns, in order (the baseline has no gaps of its own)
+        assert list(flat) == [c for c in flat_columns(3) if c in flat]
+        assert list(flat) == flat_columns(3) or row.arm == "control"
+        nested = Figure3Arm.model_validate(arm_json(row))
+        for name in ESTIMATES:
+            for i, estimate in enumerate(getattr(nested, name), start=1):
+                keys = record_keys(name, i)
+                assert [flat[k] for k in keys] == [getattr(estimate, f) for f in answers.BOUNDS]
+
+
+def test_the_report_is_its_model() -> None:
+    rows = table()
+    shares = element_share_rows(
+        [{"arm": "control", "organic": 5, "ad": 1, "shopping_box": 0, "ssr": 0, "other": 1}]
+    )
+    report = ExperimentReport(
+        "control",
+        rows,
+        table(3, "hide_ads_box"),
+        shares,
+        [
+            {
+                "arm": "control",
+                "all_units": 9,
+                "burn_in_dropped": 1,
+                "unidentified_dropped": 0,
+                "kept_clicks": 8,
+            }
+        ],
+        intervals="sequential",
+        decisions={"swap_1_2": "2026-10-02", "hide_ads_box": None},
+    )
+    doc = {**report_json(report), "burn_in_days": 4, "unit_mode": "click"}
+    answers.ExperimentReport.model_validate(doc)
+    DecisionLine.model_validate(doc["decisions"])
+
+
+def test_the_timeline_is_its_model() -> None:
+    doc = {
+        "window_seconds": 3600,
+        "baseline": "control",
+        "burn_in_days": 4,
+        "unit_mode": "click",
+        "windows": [{"window_start": "2026-10-01T00:00:00+00:00", "arms": flatten(table(10))}],
+    }
+    assert Timeline.model_validate(doc).windows[0].arms[0].arm == "control"
+
+
+def test_the_openapi_document_takes_the_answers_models() -> None:
+    by_path = {(op.method, op.path): op for op in OPERATIONS}
+    assert by_path[("POST", "/v1/reports/experiment")].answer is answers.ExperimentReport
+    assert by_path[("POST", "/v1/reports/timeline")].answer is Timeline
+    board = openapi_models.BoardExperimentPanel.model_fields
+    assert board["figure3"].annotation is Figure3 and board["box_subset"].annotation is Figure3
+    assert board["decisions"].annotation == DecisionLine | None
+    # nothing else in ingest/ defines an answer of the arrangement experiment
+    for name in ("Estimate", "Figure3Arm", "Figure3", "ReportArm", "ExperimentReport", "Timeline"):
+        assert getattr(openapi_models, name, getattr(answers, name)) is getattr(answers, name), name
+    TypeAdapter(answers.ExperimentReport).json_schema()
