@@ -36,7 +36,7 @@ from pydantic import (
 from ingest.registered_arms import NO_REGISTRY, Registry, unregistered, without_unregistered
 from ingest.validation import Rejection, validate_batch, without_conflicting_ids
 from schemas.event_types import BY_NAME, EVENT_TYPES, FAMILY_BY_TYPE
-from schemas.events import _utc_text
+from schemas.events import utc_text
 from schemas.wire import format_received_at
 from streams.bulk_import import IMPORTABLE_FAMILIES
 
@@ -88,7 +88,7 @@ def _stamp(value: Any) -> str:
     return format_received_at(moment)
 
 
-ReceivedAt = Annotated[datetime, BeforeValidator(_received), PlainSerializer(_utc_text)]
+ReceivedAt = Annotated[datetime, BeforeValidator(_received), PlainSerializer(utc_text)]
 """An imported line's received_at: parsed as the line-by-line path parses it (``_received``),
 written like every timestamp (ISO, milliseconds, Z)."""
 

@@ -81,7 +81,7 @@ class _StudyIn(BaseModel):
     engine: str
 
 
-class _RecomputeIn(BaseModel):
+class RecomputeIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     spans: list[_SpanIn] = Field(default=[], max_length=MAX_RECOMPUTE)
     installs: list[_StudyIn] = Field(default=[], max_length=MAX_RECOMPUTE)
@@ -162,7 +162,7 @@ class RecomputeWork:
     studies: tuple[tuple[str, str], ...]
 
     @classmethod
-    def of(cls, asked: _RecomputeIn) -> RecomputeWork:
+    def of(cls, asked: RecomputeIn) -> RecomputeWork:
         spans = dict.fromkeys(Span(s.experiment_id, s.engine, s.day_start) for s in asked.spans)
         studies = dict.fromkeys((s.experiment_id, s.engine) for s in asked.installs)
         return cls(tuple(spans), tuple(studies))
@@ -337,7 +337,7 @@ async def post_recompute(request: web.Request) -> web.Response:
     """Start recomputing the derived tables of the given days, then of the given installs'
     studies (each named once however often it is asked): 202 and the recompute's state."""
     authorize(request, "admin")
-    asked = await read_model(request, _RecomputeIn)
+    asked = await read_model(request, RecomputeIn)
     if any(s.day_start % 86400 for s in asked.spans):
         raise problem(400, "bad_request", "day_start must be a UTC midnight (a multiple of 86400)")
     if not await request.app[STORE].ping():  # a store that is down: said now, not by the poll

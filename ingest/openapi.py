@@ -43,7 +43,7 @@ from analytics.stats.reweight import DIMENSIONS
 from core.settings import Settings
 from ingest.api_keys import SCOPES
 from ingest.app_state import CONFIG
-from ingest.importing import MAX_RECOMPUTE, NDJSON_TYPES, _RecomputeIn
+from ingest.importing import MAX_RECOMPUTE, NDJSON_TYPES, RecomputeIn
 from ingest.openapi_models import (
     BoardAlerts,
     BoardAutocompletePanel,
@@ -487,7 +487,7 @@ OPERATIONS: tuple[Operation, ...] = (
         RecomputeState,
         202,
         merged(JSON_BODY, {400: ("bad_request",), 503: ("store_unavailable", "recompute_busy")}),
-        body=_RecomputeIn,
+        body=RecomputeIn,
         headers={"Location": {"required": True, "schema": {"type": "string"}, "description": RECOMPUTE_AT}},
         rules=f"At most {MAX_RECOMPUTE} days and {MAX_RECOMPUTE} studies, each done once however often "
         "it is named, in the background (about 0.1 s each): the answer is its state, `Location` "

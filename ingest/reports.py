@@ -99,7 +99,7 @@ def _check_selection(
         subset=subset,
         since=parse_moment(since) if since else None,
         until=parse_moment(until) if until else None,
-    )._subset_condition(True)
+    ).subset_condition(True)
 
 
 async def _compute(request: web.Request, panel: Panel) -> Any:

@@ -85,7 +85,7 @@ def _in_time_range(value: datetime) -> datetime:
     return utc
 
 
-def _utc_text(value: datetime) -> str:
+def utc_text(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -145,7 +145,7 @@ Timestamp = Annotated[
     AwareDatetime,
     BeforeValidator(_iso_text),
     AfterValidator(_in_time_range),
-    PlainSerializer(_utc_text),
+    PlainSerializer(utc_text),
     Field(
         json_schema_extra={
             "pattern": TIMESTAMP_PATTERN,

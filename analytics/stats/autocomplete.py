@@ -215,7 +215,8 @@ def word_distribution(suggestion_texts: Iterable[str], root: str) -> Counter[str
 def nmi(previous: Mapping[str, float], current: Mapping[str, float]) -> float:
     """Information stability between two crawls of one root: nmi = 1 - I(W;T) / H(T).
 
-    The project's reading of the paper's Equation 3 (docs/method.md, "Information stability (nmi)"): T is the crawl (t or
+    The project's reading of the paper's Equation 3 (docs/method.md, "Information stability
+    (nmi)"): T is the crawl (t or
     t+1, each with probability 1/2) and W a word drawn from that crawl's word distribution.
     Then H(T) = ln 2 and I(W;T) is the Jensen-Shannon divergence of the two distributions,
     so nmi = 1 - JSD(P, Q) / ln 2: 1 when nothing changed (equal distributions, whatever

@@ -1,4 +1,5 @@
-"""Autocomplete events (docs/method.md, "Breadth-first crawls"), built through the schema models so they validate.
+"""Autocomplete events (docs/method.md, "Breadth-first crawls"), built through the schema
+models so they validate.
 
 Event ids are UUIDv5 of (crawl_id, engine, root, what): a node re-sent after a resume
 or a repost has the same id, and ingest drops the copy.

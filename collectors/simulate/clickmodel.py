@@ -1,4 +1,5 @@
-"""A position-based click model calibrated to the Powermeter figures (docs/method.md, "Reference values from the papers").
+"""A position-based click model calibrated to the Powermeter figures (docs/method.md,
+"Reference values from the papers").
 
 Each unit is one click: its outcome is an organic result by its *original* rank,
 an ad, the shopping box, or something else. Arms move click mass between the

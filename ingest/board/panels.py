@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from analytics.stats.srm import SRM_ALPHA, srm_test
-from studies.arrangement.answers import clean as _clean
+from studies.arrangement.answers import clean
 
 Row = Mapping[str, Any]
 
@@ -82,7 +82,7 @@ def personalization_index(studies: Iterable[Row]) -> list[dict[str, Any]]:
 
 
 def shares_json(shares: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: (_clean(v) if isinstance(v, float) else v) for k, v in s.items()} for s in shares]
+    return [{k: (clean(v) if isinstance(v, float) else v) for k, v in s.items()} for s in shares]
 
 
 def drops_panel(rows: Iterable[Row]) -> list[dict[str, Any]]:
@@ -129,8 +129,8 @@ def srm_panel(
         {
             "arm": a,
             "units": units.get(a, 0),
-            "share": _clean(units.get(a, 0) / total_units) if total_units else None,
-            "expected_share": _clean(weights[a] / total_w) if a in weights and total_w else None,
+            "share": clean(units.get(a, 0) / total_units) if total_units else None,
+            "expected_share": clean(weights[a] / total_w) if a in weights and total_w else None,
         }
         for a in arms
     ]
@@ -148,8 +148,8 @@ def srm_panel(
         "registered": allocation is not None,
         "alpha": SRM_ALPHA,
         "units": total_units,
-        "chi2": _clean(result.chi2) if result else None,
-        "p_value": _clean(result.p_value) if result else None,
+        "chi2": clean(result.chi2) if result else None,
+        "p_value": clean(result.p_value) if result else None,
         "arms": rows,
         "alerts": alert_list,
     }
@@ -157,7 +157,7 @@ def srm_panel(
 
 def clean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows whose floats are JSON numbers: NaN and infinities become null."""
-    return [{k: _clean(v) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+    return [{k: clean(v) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
 
 
 def _details(text: Any) -> Any:
@@ -201,7 +201,7 @@ def _cell(value: tuple[float, int] | None, index: int) -> float | int | None:
     if value is None:
         return None
     item = value[index]
-    return _clean(item) if isinstance(item, float) else item
+    return clean(item) if isinstance(item, float) else item
 
 
 def nmi_panel(rows: Iterable[Row]) -> list[dict[str, Any]]:
@@ -227,7 +227,7 @@ def nmi_panel(rows: Iterable[Row]) -> list[dict[str, Any]]:
 
 
 def _num(value: Any) -> float | None:
-    return None if value is None else _clean(float(value))
+    return None if value is None else clean(float(value))
 
 
 # --------------------------------------------------------------------------- personalization

@@ -49,7 +49,7 @@ def selection_key(query: ReportQuery, seed: int, baseline: str) -> str:
 
 def storable(query: ReportQuery) -> bool:
     """Looks of this selection stay right once stored (named subsets, whole days)."""
-    return query.subset in SUBSETS and not query._fine
+    return query.subset in SUBSETS and not query.fine
 
 
 def look_where(query: ReportQuery, selection: str) -> str:

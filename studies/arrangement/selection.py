@@ -37,7 +37,7 @@ class ReportQuery:
     drops). None: each statement computes them itself, inside it."""
 
     @property
-    def _fine(self) -> bool:
+    def fine(self) -> bool:
         """Times of day were given: read the 10-second slices instead of whole days."""
         return self.slices or isinstance(self.since, datetime) or isinstance(self.until, datetime)
 
@@ -59,11 +59,11 @@ class ReportQuery:
     def _source(self) -> str:
         if self.study_wide:
             return "agg_arrangement_install_subset FINAL"
-        return "agg_arrangement_10s FINAL" if self._fine else "arrangement_install_day"
+        return "agg_arrangement_10s FINAL" if self.fine else "arrangement_install_day"
 
     def _time_conditions(self) -> list[str]:
         parts = []
-        if not self._fine:  # whole days, both ends inclusive
+        if not self.fine:  # whole days, both ends inclusive
             if self.since:
                 parts.append(f"day >= {quote(self.since.isoformat())}")
             if self.until:
@@ -81,7 +81,7 @@ class ReportQuery:
             f"engine = {quote(self.engine)}",
         ]
         if subset:
-            parts.append(self._subset_condition(preprocessing))
+            parts.append(self.subset_condition(preprocessing))
         parts += self._time_conditions()
         if preprocessing:
             parts += self._preprocessing()
@@ -99,7 +99,7 @@ class ReportQuery:
             return None
         return (SUBSETS["no_ads_no_box"] if found.group(1) else "1"), int(found.group(2))
 
-    def _subset_condition(self, preprocessing: bool) -> str:
+    def subset_condition(self, preprocessing: bool) -> str:
         if self.study_wide:
             return f"subset = {quote(self.subset)}"
         if self.subset in SUBSETS:
@@ -133,7 +133,7 @@ class ReportQuery:
     def quintile_bounds_sql(self) -> str:
         """Both sets of a quintile's boundaries in one pass over the selection: over the
         units preprocessing keeps (the report's) and over all units (its drops), as the
-        inline subqueries of ``_subset_condition`` compute them."""
+        inline subqueries of ``subset_condition`` compute them."""
         quintile = self._quintile()
         if quintile is None:
             raise ValueError(f"{self.subset!r} is not an n_candidates quintile")

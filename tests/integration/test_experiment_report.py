@@ -288,7 +288,8 @@ def test_box_subset_distortions_figure5(service: Service) -> None:
     def planted(arm: str, baseline: str) -> float:
         return 1 - expected_ctr(arm, config, 1) / expected_ctr(baseline, config, 1)
 
-    # The planted distortions are the paper's (docs/method.md, "Reference values from the papers"), to its two decimals.
+    # The planted distortions are the paper's (docs/method.md, "Reference values from the
+    # papers"), to its two decimals.
     paper = {
         ("control", "hide_box"): 0.23,
         ("control", "hide_ads_box"): 0.44,

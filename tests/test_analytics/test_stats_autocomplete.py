@@ -1,4 +1,5 @@
-"""Autocomplete statistics (docs/method.md, "Autocomplete audits") against hand-computed values and a second method."""
+"""Autocomplete statistics (docs/method.md, "Autocomplete audits") against hand-computed
+values and a second method."""
 
 from __future__ import annotations
 
