@@ -43,8 +43,8 @@ from core.lifetime import exit_with_parent
 from core.process_pool import PoolUnavailable, RestartingPool
 from core.store import StoreError, StoreUnavailable
 from ingest.app_state import ARMS, CONFIG, METRICS, STORE
-from ingest.board.compute import Panel, PanelFailed
-from ingest.board.routes import COMPUTE
+from ingest.board.compute import PanelFailed
+from ingest.board.routes import RESTORE_LOOKS
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_model, store_unavailable
 from ingest.import_chunks import PreparedChunk, prepare_chunk
@@ -323,8 +323,7 @@ async def _recompute(app: web.Application, work: RecomputeWork, step: Callable[[
             async with app[IMPORT_LOCK]:
                 await importer.recompute_installs(experiment_id, engine)
                 # where the board computes: the looks' pass is numpy work, kept out of ingest
-                look = (("experiment_id", experiment_id), ("engine", engine))
-                await app[COMPUTE](Panel("restore_looks", look))
+                await app[RESTORE_LOOKS](experiment_id, engine)
             step()
     except StoreUnavailable as exc:
         log.warning("recompute stopped, the store is unavailable: %s", str(exc)[:500])

@@ -30,8 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.store import StoreError, StoreUnavailable
 from ingest.app_state import ERASED, STORE
-from ingest.board.compute import Panel, PanelFailed
-from ingest.board.routes import COMPUTE
+from ingest.board.compute import PanelFailed
+from ingest.board.routes import RESTORE_LOOKS
 from ingest.erased_installs import ErasedInstalls
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response, read_model, store_unavailable
@@ -165,11 +165,7 @@ async def _earlier_receipt(request: web.Request, install_id: str, key_hash: str)
 def add_routes(app: web.Application) -> None:
     app[ERASED] = ErasedInstalls(app[STORE])
 
-    async def restore_looks(experiment_id: str, engine: str) -> None:
-        look = (("experiment_id", experiment_id), ("engine", engine))
-        await app[COMPUTE](Panel("restore_looks", look))
-
-    app[ERASER] = Eraser(app[STORE], restore_looks)
+    app[ERASER] = Eraser(app[STORE], app[RESTORE_LOOKS])
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         app[ERASED].start()

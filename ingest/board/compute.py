@@ -1,6 +1,6 @@
 """What each board panel shows, computed from the store: the board's only heavy work.
 
-A ``Panel`` names one answer (an endpoint and its parameters). ``compute`` runs the
+A ``Panel`` names one answer (an endpoint and its parameters); panels only read. ``compute`` runs the
 panel's statements through a store and turns the rows into the JSON the page draws, with
 the same report code as ``auditstream report``. ``in_child`` is the entry point of the
 board's compute process (``refresher.BoardRefresher`` runs it there): it keeps one store
@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from analytics.stats.reweight import Targets, read_targets, targets_from_rows
 from core.lifetime import exit_with_parent
@@ -30,9 +31,9 @@ from studies.arrangement.read.report import report_json, run_experiment_report
 from studies.arrangement.read.timeline import run_timeline_records
 from studies.arrangement.selection import ReportQuery, default_preprocessing, parse_moment, parse_window
 from studies.arrangement.tables import BOX_BASELINE, BOX_RANKS
-from studies.arrangement.write.looks import restore_looks
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RESULTS = Results()
 """Reports of the compute process, kept while their study's data stands (``results``)."""
@@ -265,15 +266,6 @@ async def _timeline(store: Store, panel: Panel) -> dict[str, Any]:
         raise PanelFailed(str(exc)[:500]) from None
 
 
-async def _restore_looks(store: Store, panel: Panel) -> dict[str, Any]:
-    """After an import: the study's decision-line looks stored anew (analytics/reports/decisions.py)."""
-    try:
-        await restore_looks(store, panel.get("experiment_id"), panel.get("engine"))
-    except StoreError as exc:
-        raise PanelFailed(str(exc)[:500]) from None
-    return {}
-
-
 KINDS = {
     "report": _report,
     "timeline": _timeline,
@@ -282,7 +274,6 @@ KINDS = {
     "autocomplete": _autocomplete,
     "personalization": _personalization,
     "alerts": _alerts,
-    "restore_looks": _restore_looks,
 }
 
 
@@ -425,5 +416,10 @@ async def _warm(store: Store) -> int:
 
 def in_child(panel: Panel) -> dict[str, Any]:
     """One panel, computed in the compute process."""
+    return run_in_child(compute, panel)
+
+
+def run_in_child(work: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``work(store, *args)`` on the compute process's own loop and store."""
     loop: asyncio.AbstractEventLoop = _CHILD["loop"]
-    return loop.run_until_complete(compute(_CHILD["store"], panel))
+    return loop.run_until_complete(work(_CHILD["store"], *args))

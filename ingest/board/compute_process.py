@@ -8,6 +8,7 @@ dies, so the board and the reports come back without restarting ingest.
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -42,6 +43,10 @@ class ComputeProcess:
 
     async def __call__(self, panel: Panel) -> Any:
         return await self.pool.run(compute.in_child, panel)
+
+    async def run(self, job: Callable[..., Any], *args: Any) -> Any:
+        """Another job of the compute process (``looks_job.restore_in_child``)."""
+        return await self.pool.run(job, *args)
 
     def state(self) -> str:
         """ "starting" until the process has started (and, at ingest's start, warmed its

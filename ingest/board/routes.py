@@ -20,7 +20,7 @@ from aiohttp import web
 from core.settings import Settings
 from core.store import Store
 from ingest.app_state import BOARD_STATE
-from ingest.board import compute
+from ingest.board import compute, looks_job
 from ingest.board.compute import Panel
 from ingest.board.compute_process import ComputeProcess
 from ingest.board.refresher import BoardRefresher, BoardUnavailable
@@ -163,6 +163,10 @@ async def alerts(request: web.Request) -> web.Response:
 ComputeFn = Callable[[Panel], Awaitable[Any]]
 COMPUTE: web.AppKey[ComputeFn] = web.AppKey("board_compute")
 """Computes any panel where the board computes (``POST /v1/reports/experiment`` uses it too)."""
+RestoreFn = Callable[[str, str], Awaitable[None]]
+RESTORE_LOOKS: web.AppKey[RestoreFn] = web.AppKey("restore_looks")
+"""Stores a study's decision-line looks anew where the board computes (``looks_job``): the
+import and erasure call it after they wrote past days."""
 
 
 def _refresher(
@@ -181,10 +185,23 @@ def _refresher(
     return child, child.state, child
 
 
+def _restorer(store: Store, child: ComputeProcess | None) -> RestoreFn:
+    """``looks_job.restore`` in the compute process, or here when panels are computed here."""
+
+    async def restore(experiment_id: str, engine: str) -> None:
+        if child is None:
+            await looks_job.restore(store, experiment_id, engine)
+        else:
+            await child.run(looks_job.restore_in_child, experiment_id, engine)
+
+    return restore
+
+
 def add_routes(app: web.Application, settings: Settings, store: Store, in_process: bool) -> None:
     """The board's routes; ``in_process`` computes panels in this process (a store given in
     code, which a child process could not reach), otherwise in a child process."""
     app[COMPUTE], app[BOARD_STATE], child = _refresher(settings, store, in_process)
+    app[RESTORE_LOOKS] = _restorer(store, child)
     app[REFRESHER] = BoardRefresher(app[COMPUTE], REFRESH_S, slower=SLOWER_REFRESH_S, quiet_s=QUIET_S)
     app[ASSET_FILES] = load_assets()
 
