@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import PurePosixPath
 from typing import Any
 
 from aiohttp import web
@@ -27,12 +28,13 @@ from ingest.board.refresher import BoardRefresher, BoardUnavailable
 from ingest.errors import problem
 from ingest.handlers import authorize, json_response
 
-ASSETS = {
-    "board.js": "text/javascript",
-    "board.css": "text/css",
-}
+CONTENT_TYPES = {".js": "text/javascript", ".css": "text/css"}
+"""What ``/board/static/{name}`` serves: the files of ``static/`` with these suffixes (the
+page's ES modules and its style sheet), by exact name; nothing in a subfolder (the node
+tests in ``static/test/``), nothing else."""
 PAGE_HEADERS = {
-    # The page only talks to this origin; no inline script or style, nothing from elsewhere.
+    # The page only talks to this origin; no inline script or style, nothing from elsewhere
+    # ('self' also admits the page's ES modules, which the browser fetches from this origin).
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
         "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -69,7 +71,11 @@ def load_assets() -> Assets:
     folder = resources.files("ingest.board") / "static"
     return Assets(
         page=(folder / "index.html").read_bytes(),
-        files={name: (folder / name).read_bytes() for name in ASSETS},
+        files={
+            entry.name: entry.read_bytes()
+            for entry in folder.iterdir()
+            if entry.is_file() and PurePosixPath(entry.name).suffix in CONTENT_TYPES
+        },
     )
 
 
@@ -112,12 +118,15 @@ async def page(request: web.Request) -> web.Response:
 
 
 async def asset(request: web.Request) -> web.Response:
+    """A file of ``static/`` by its exact name, read once at start: a path (``..``, ``/``,
+    their encodings) is no file's name, so it is a 404 like any other unknown name."""
     name = request.match_info["name"]
-    if name not in ASSETS:
+    body = request.app[ASSET_FILES].files.get(name)
+    if body is None:
         raise problem(404, "not_found", "no such file")
     return web.Response(
-        body=request.app[ASSET_FILES].files[name],
-        content_type=ASSETS[name],
+        body=body,
+        content_type=CONTENT_TYPES[PurePosixPath(name).suffix],
         charset="utf-8",
         headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
     )

@@ -1,0 +1,39 @@
+// The board's requests: GET /v1/board/* with the key as an Authorization: Bearer header
+// (never in the URL). `fetch` is injected, so node tests drive this without a browser.
+
+export class HttpError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.name = "HttpError";
+    this.status = status;
+  }
+}
+
+export const authHeaders = (key) => ({ Authorization: `Bearer ${key}`, Accept: "application/json" });
+
+// The key was refused (401) or lacks the read scope (403): ask for another.
+export const isAuth = (err) => err instanceof HttpError && (err.status === 401 || err.status === 403);
+
+// The answer's JSON; an HttpError with the answer's message (or "HTTP <status>") otherwise.
+export async function getJSON(path, key, fetchFn = (...args) => globalThis.fetch(...args)) {
+  const resp = await fetchFn(path, { headers: authHeaders(key), cache: "no-store" });
+  let body = null;
+  try {
+    body = await resp.json();
+  } catch (_) {
+    body = null;
+  }
+  if (!resp.ok) throw new HttpError(resp.status, (body && body.message) || `HTTP ${resp.status}`);
+  return body;
+}
+
+const q = encodeURIComponent;
+
+// The board's endpoints (ingest/board/routes.py).
+export const paths = {
+  index: () => "/v1/board/index",
+  experiment: (experiment, engine) => `/v1/board/experiments/${q(experiment)}?engine=${q(engine)}`,
+  autocomplete: (study) => `/v1/board/autocomplete?study=${q(study)}`,
+  personalization: (study) => `/v1/board/personalization/${q(study)}`,
+  alerts: () => "/v1/board/alerts?limit=50",
+};
