@@ -75,7 +75,8 @@ async def test_page_and_assets_need_no_key_and_allow_nothing_foreign(app: App) -
 
     js = await client.get("/board/static/board.js")
     assert js.status == 200 and js.content_type == "text/javascript"
-    assert "Authorization" in await js.text()
+    api = await client.get("/board/static/api.js")  # the module that sends the key
+    assert api.status == 200 and "Authorization: `Bearer" in await api.text()
     assert (await client.get("/board/static/board.css")).content_type == "text/css"
     missing = await client.get("/board/static/secrets.json")
     assert missing.status == 404 and (await missing.json())["error"] == "not_found"

@@ -4,6 +4,8 @@ models here, so a form that drifts from its model fails."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +114,57 @@ def test_the_openapi_document_takes_the_answers_models() -> None:
     for name in ("Estimate", "Figure3Arm", "Figure3", "ReportArm", "ExperimentReport", "Timeline"):
         assert getattr(openapi_models, name, getattr(answers, name)) is getattr(answers, name), name
     TypeAdapter(answers.ExperimentReport).json_schema()
+
+
+BOARD_LISTS = {
+    "estimate.js": {"ESTIMATE_FIELDS": "Estimate"},
+    "panel-figure3.js": {
+        "FIGURE3_FIELDS": "Figure3",
+        "FIGURE3_ROW_FIELDS": "Figure3Arm",
+        "GAP_ROW_FIELDS": "Figure3Arm",
+        "WEIGHTED_ROW_FIELDS": "Figure3Arm",
+        "DECISION_FIELDS": "BoardExperimentPanel",
+        "GAP_ANSWER_FIELDS": "BoardExperimentPanel",
+    },
+    "panel-box.js": {"BOX_FIELDS": "Figure3", "BOX_ROW_FIELDS": "Figure3Arm"},
+    "panel-shares.js": {"SHARE_FIELDS": "ElementShare"},
+    "panel-markets.js": {"MARKET_FIELDS": "MarketHealth"},
+    "panel-drops.js": {"DROP_FIELDS": "BoardDrops"},
+    "panel-srm.js": {"SRM_FIELDS": "Srm", "SRM_ARM_FIELDS": "SrmArm"},
+    "experiment.js": {"EXPERIMENT_FIELDS": "BoardExperimentPanel"},
+}
+"""The board's field lists (ingest/board/static/*.js: each panel reads an answer only
+through its list) and the model each reads."""
+
+
+def board_lists() -> dict[str, dict[str, list[str]]]:
+    static = ROOT / "ingest" / "board" / "static"
+    script = (
+        "".join(
+            f"import * as m{i} from {json.dumps((static / name).as_uri())};"
+            for i, name in enumerate(BOARD_LISTS)
+        )
+        + "console.log(JSON.stringify({"
+        + ",".join(
+            f"{json.dumps(name)}: {{{','.join(f'{c}: m{i}.{c}' for c in lists)}}}"
+            for i, (name, lists) in enumerate(BOARD_LISTS.items())
+        )
+        + "}));"
+    )
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_board_reads_only_fields_its_answers_models_have() -> None:
+    """A field the board reads that its answer's model lacks (renamed, dropped) fails here."""
+    found = board_lists()
+    for module, lists in BOARD_LISTS.items():
+        for constant, model_name in lists.items():
+            model = getattr(answers, model_name, None) or getattr(openapi_models, model_name)
+            fields = found[module][constant]
+            assert fields, (module, constant)
+            missing = set(fields) - set(model.model_fields)
+            assert not missing, f"{module} {constant} reads {sorted(missing)}, not in {model_name}"
