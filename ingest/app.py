@@ -15,7 +15,7 @@ from ingest import (
     board,
     experiments,
     handlers,
-    importing,
+    import_routes,
     key_info,
     openapi,
     participants,
@@ -81,7 +81,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     experiments.add_routes(app)
     key_info.add_routes(app)
     board.add_routes(app, settings, store, in_process=in_process or not has_store_settings(settings))
-    importing.add_routes(app)
+    import_routes.add_routes(app)
     participants.add_routes(app)
     reports.add_routes(app)
     openapi.add_routes(app)

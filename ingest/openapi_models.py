@@ -1,7 +1,7 @@
 """The shapes of the ``/v1`` answers that their handlers build as plain dicts.
 
 Request bodies and experiment configs have their models where they are used
-(``schemas/``, ``ingest/reports.py``, ``ingest/importing.py``); these models describe
+(``schemas/``, ``ingest/reports.py``, ``ingest/import_routes.py``); these models describe
 the rest for the OpenAPI document (``ingest/openapi.py``) and are never used to build an
 answer. ``tests/integration/test_openapi.py`` validates the service's real answers
 against the document, so a handler that changes its answer without its model here fails

@@ -1,7 +1,7 @@
 """Bulk import: the worker's write path for a whole file at once, without Kafka.
 
 An earlier study's export or a paper's published data arrives as large chunks of
-validated events (``ingest/importing.py``). Each chunk is stored like a stream batch,
+validated events (``ingest/import_routes.py``). Each chunk is stored like a stream batch,
 once per ``event_id`` (``RawWriter``: already-stored ids are dropped, so importing a
 file twice stores nothing the second time). The derived tables are then recomputed in
 bulk, one experiment, engine and day at a time, from the deduplicated raw rows, rather

@@ -70,7 +70,7 @@ SUB_RULES: list[tuple[str, str, str, str]] = [
 """(importer, imported, allowed exceptions among the imported, why): an import of a module
 matching ``imported`` by one matching ``importer`` is wrong unless it matches the exception."""
 WRITE_IMPORTERS = {
-    "ingest.importing": "POST /v1/import stores and recomputes through the worker's own write path",
+    "ingest.import_routes": "POST /v1/import stores and recomputes through the worker's own write path",
     "ingest.board.looks_job": "the import's and erasure's restore_looks runs where the board computes",
     "ingest.import_chunks": "an import chunk's event types are the families the write path stores",
     "ingest.participants": "erasing a volunteer's rows recomputes through the worker's write path",

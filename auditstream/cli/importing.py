@@ -14,7 +14,7 @@ from auditstream.cli.common import console, fail, result_console
 from auditstream.cli.data import AdminKeyOpt, Url
 from auditstream.cli.safe_text import markup_safe, plain
 from collectors.common.http import ServiceUnreachable
-from collectors.importer import (
+from collectors.import_upload import (
     ImportFailed,
     ImportStats,
     UnreadableFile,

@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from ingest.importing import NDJSON_TYPES
+from ingest.import_routes import NDJSON_TYPES
 from tests.helpers import Service, own_service
 
 pytestmark = pytest.mark.integration

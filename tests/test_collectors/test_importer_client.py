@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from collectors.importer import ImportFailed, ImportStats, send_all
+from collectors.import_upload import ImportFailed, ImportStats, send_all
 
 
 def answer(day: int) -> dict[str, Any]:

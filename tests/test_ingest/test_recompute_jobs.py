@@ -18,13 +18,13 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from collectors.importer import recompute
+from collectors.import_upload import recompute
 from core.settings import Settings
 from core.store import StoreUnavailable
 from core.store.base import NoStore, QueryLimits, QueryResult, Store
 from ingest.api_keys import KeyFile
 from ingest.app import create_app
-from ingest.importing import IMPORTER, RECOMPUTES, Recomputes
+from ingest.import_routes import IMPORTER, RECOMPUTES, Recomputes
 from studies.arrangement.write import clicks_by_rank, hourly_replicates
 
 DAY = 86400
