@@ -124,8 +124,9 @@ class SqlGuard:
         self.cpu_s = cpu_s
         self.max_bytes = max_bytes
         self.wait_s = 2 * cpu_s
-        # Generous: the processes run at a lower priority, and 5 s of CPU took 25 s and more
-        # of wall time on a loaded 2-core machine; the pool's first start counts here too.
+        # Generous: the processes run at a lower priority, and on a loaded machine a check's
+        # wall time was several times its CPU time (bench/README.md, "Figures behind the
+        # code"); the pool's first start counts here too.
         self.backstop_s = 10 * cpu_s + 30
         self.in_flight = InFlight(per_key)
         self.pool = RestartingPool("SQL guard's processes", self._start, restart_every_s=2.0)

@@ -18,8 +18,9 @@ statement is parsed with sqlglot's ClickHouse dialect and its whole tree is chec
 What runs is sqlglot's own rendering of the checked tree, never the text as sent, so
 a comment or quirk that the two parsers read differently cannot smuggle anything in.
 A statement sqlglot cannot parse is refused: this fails closed. So is one longer than
-``MAX_STATEMENT_BYTES``, before it is parsed: sqlglot took ~13 s of CPU for 256 KiB of
-``1+1+...`` and ~25 s for 600 kB (the endpoint also runs the guard in processes of its own).
+``MAX_STATEMENT_BYTES``, before it is parsed: sqlglot's CPU time grows with the text, to
+many seconds for a long ``1+1+...`` (bench/README.md, "Figures behind the code"; the
+endpoint also runs the guard in processes of its own).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ FORBIDDEN_FUNCTIONS = frozenset(
         "globalNotNullInIgnoreSet",
         "fullHostName", "defaultProfiles", "pgGetUserById", "logTrace", "showCertificate",
         # a single call can run far past max_execution_time (checked between blocks): one
-        # editDistance of two 64 kB strings takes seconds, sixty of them in an array 266 s
+        # editDistance of two long strings takes seconds, many of them in an array minutes
+        # (bench/README.md, "Figures behind the code")
         "editDistance", "editDistanceUTF8", "levenshteinDistance", "levenshteinDistanceUTF8",
         "damerauLevenshteinDistance", "jaroSimilarity", "jaroWinklerSimilarity",
         "stringJaccardIndex", "stringJaccardIndexUTF8",

@@ -201,8 +201,9 @@ class BulkImporter:
         """The study-wide per-install rows of the installs whose days were recomputed (their
         closed sums are stale), once every day of the import is: each install recomputed
         whole from its slices and its closed sums rebuilt; then the derived tables are merged
-        down, so reads with FINAL find one part per partition and skip the merge (at 10M
-        events a report's statements went from ~2 s to ~0.3 s)."""
+        down, so reads with FINAL find one part per partition and skip the merge (a report's
+        statements take a fraction of their time on unmerged parts; bench/README.md, "Figures
+        behind the code")."""
         stale = await self.store.query(closed_sums.stale_installs_sql(experiment_id, engine))
         if stale.rows:
             newest = await self.store.query(closed_sums.newest_slice_sql(experiment_id, engine))

@@ -67,8 +67,9 @@ JVM_FLAGS = (
     "-Djava.awt.headless=true",
 )
 QUICK_START = ("-XX:TieredStopAtLevel=1",)
-"""The client compiler only: three nodes formatted and answering in 8-18 s instead of 28-36 s
-on two busy cores (measured), for less peak throughput: what tests want, not a long study."""
+"""The client compiler only: three nodes formatted and answering in a fraction of the time
+(bench/README.md, "Figures behind the code"), for less peak throughput: what tests want,
+not a long study."""
 
 
 class KafkaClusterError(AuditstreamError):

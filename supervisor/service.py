@@ -39,7 +39,8 @@ PAUSE_BELOW = 5000
 """A broker rotation pauses intake once fewer accepted events than this wait to be stored ..."""
 PRE_DRAIN_S = 3.0
 """... or after this long: under steady load the backlog never falls that low, and waiting
-longer lets the broker grow past its threshold (by ~32% at 4,000 events/s with a 60 s wait)."""
+longer lets the broker grow well past its threshold (bench/README.md, "Figures behind the
+code")."""
 
 console = Console(stderr=True)
 

@@ -167,7 +167,8 @@ def figure3_arrays(
     cell = at * n_arms + rows.arm_codes
     sums = np.empty((n * n_arms, width))
     # rows of one (install, arm) add up; a bincount per column, in row order as np.add.at
-    # would add them (counts: exact in float64), at a tenth of its cost
+    # would add them (counts: exact in float64), far cheaper than np.add.at (bench/README.md,
+    # "Figures behind the code")
     for j, column in enumerate([rows.units, *(rows.clicks[:, i] for i in range(ranks))]):
         sums[:, j] = np.bincount(cell, weights=column, minlength=n * n_arms)
     per_install: np.ndarray = sums.reshape(n, n_arms * width)  # arm-major: units, c_1..c_k
@@ -268,9 +269,9 @@ def finite_quantiles(values: np.ndarray, qs: Sequence[float]) -> np.ndarray:
     column at once; without NaNs, ``np.quantile``'s numbers exactly (tested).
 
     nanquantile takes a column at a time in Python when NaNs are present, and a timeline
-    whose hours hold few units has NaN replicates in most columns (9.7 s for 30 days at 1M
-    events). Here each column is sorted once as a contiguous row (NaNs last; 0.5 s against
-    np.quantile's 0.83 s for a 30-day hourly timeline's 136,800 columns, one core) and
+    whose hours hold few units has NaN replicates in most columns, so it is slow. Here each
+    column is sorted once as a contiguous row (NaNs last; faster even than np.quantile,
+    which does not skip NaNs; bench/README.md, "Figures behind the code") and
     interpolated at its own count of finite values with numpy's own "linear" rule: the
     virtual index (n - 1) q, its floor and the next, the last value above the range, and
     ``_lerp``'s two-sided formula."""
@@ -312,8 +313,9 @@ def _sequential_bounds(
     R = sum X / sum U is (X_j - R U_j) / mean(U), and a gap's and a distortion's are
     combinations of two arms' (``sequential.gap_influence``). So each is a row of
     coefficients over the columns, and its sd comes from the columns' Gram matrix
-    (``sequential.influence_sd``): at 100k installs 0.05 s instead of 1.2 s for the
-    [install, statistic] matrices, with the same numbers to ~1e-12 (tested against them)."""
+    (``sequential.influence_sd``): far cheaper than the [install, statistic] matrices
+    (bench/README.md, "Figures behind the code"), with the same numbers to ~1e-12 (tested
+    against them)."""
     n, sums, gram = sequential.column_moments(per_install)
     columns, ranks = per_install.shape[1], width - 1
     ratio, coef = {}, {}

@@ -205,8 +205,9 @@ def sorted_unique(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _unique_sorted(keys: np.ndarray) -> np.ndarray:
-    """``np.unique(keys)`` by a sort (numpy's hashing unique took 0.5 s for 1.3M keys),
-    and no sort at all when they come sorted and distinct already."""
+    """``np.unique(keys)`` by a sort (numpy's hashing unique was slower on a large study's
+    keys; bench/README.md, "Figures behind the code"), and no sort at all when they come
+    sorted and distinct already."""
     if keys.size > 1 and not bool(np.all(keys[1:] > keys[:-1])):
         keys = np.sort(keys)
         keys = keys[np.r_[True, keys[1:] != keys[:-1]]]
@@ -252,7 +253,7 @@ SETS_KEPT = 4
 def replicate_weights(keys: np.ndarray, replicates: int, seed: int) -> ReplicateWeights:
     """``ReplicateWeights`` for this set of installs, reused while the set is unchanged (a
     board refreshing a finished study, reports of its subsets): the float matrix is the
-    costly part at 100k installs (0.2-0.3 s)."""
+    costly part (bench/README.md, "Figures behind the code")."""
     unique = _unique_sorted(np.asarray(keys, dtype=np.uint64))
     name = (replicates, seed, xxhash.xxh3_128_digest(unique.tobytes()))
     found = _SETS.pop(name, None) or ReplicateWeights(unique, replicates, seed)

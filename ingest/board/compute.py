@@ -316,8 +316,8 @@ def _no_huge_pages() -> None:
 
     With the kernel's THP defrag set to ``madvise`` (Debian's default), each first touch of
     such an array may wait for the kernel to compact memory: after a start, the first
-    report of the 50M-event study took 3.0-4.3 s in-process against 1.8-2.2 s without,
-    and later reports and timelines were no slower without (1.3-1.6 s either way)."""
+    report of a large study was slower in-process with them than without, and later reports
+    and timelines were no slower without (bench/README.md, "Figures behind the code")."""
     import numpy as np
 
     setter = getattr(getattr(np, "_core", None), "multiarray", None)
@@ -359,10 +359,11 @@ def warm_up() -> int:
     """Submitted after ``ready``: the bootstrap weights of the installs the store holds, the
     first Arrow read through the store, then the board's experiment panel of the most
     recently active studies, done before anyone asks. After a restart the first report of a
-    100k-install study (50M events) spent ~1.5 s on the weights, and the first report after
-    them still ~1 s more than the next (the store's and numpy's first touch of the study's
-    rows); the panels also leave the board's first view cached. Returns the installs
-    warmed; a store that does not answer yet is not an error (nothing is warmed)."""
+    large study spent seconds on the weights, and the first report after them still took
+    longer than the next (the store's and numpy's first touch of the study's rows;
+    bench/README.md, "Figures behind the code"); the panels also leave the board's first
+    view cached. Returns the installs warmed; a store that does not answer yet is not an
+    error (nothing is warmed)."""
     loop: asyncio.AbstractEventLoop = _CHILD["loop"]
     try:
         warmed = loop.run_until_complete(_warm(_CHILD["store"]))

@@ -25,8 +25,9 @@ EXPERIMENT_ACTIVITY_SQL = (
 )
 """Experiments that have data, with their engines and raw click units: from the per-hour
 rows (every age and identified, so every click unit), a row per hour and arm, not per
-install (0.26 s of CPU per refresh of the list at 50M events from the study-wide rows,
-0.01 s from these; they settle with the other roll-ups, a few seconds after a batch)."""
+install (far less CPU per refresh of the list than the study-wide rows; bench/README.md,
+"Figures behind the code"; they settle with the other roll-ups, a few seconds after a
+batch)."""
 
 REGISTRY_SQL = "SELECT experiment_id, status, engines FROM experiments"
 """Registered experiments (some may have no data yet)."""

@@ -50,8 +50,8 @@ every batch (its click units move with every batch, so backing off would not slo
 QUIET_S = 10.0
 """The longest a panel whose answer stopped changing waits between refreshes (doubling from
 its own interval): a board open on a finished study, or on one between batches, cost the
-store its version and panel statements every 2 s (about 1.2 s of CPU per 30 s at 50M
-events) beside the pipeline on the same cores. A live study's answers change every
+store its version and panel statements every 2 s (CPU taken from the pipeline on the same
+cores; bench/README.md, "Figures behind the code"). A live study's answers change every
 refresh and keep the 2 s; a quiet one that starts again shows it within 10 s."""
 FIGURE3_RANKS = compute.FIGURE3_RANKS
 SEED = compute.SEED

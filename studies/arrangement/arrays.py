@@ -53,8 +53,8 @@ def report_arrays(
         raise ValueError("per-install rows: clicks arrays of unequal length")
     stored = flat.reshape(len(lists), width)
     # one column at a time, gathered into key order and made float64 in one step, into a
-    # column-major matrix (the bincounts read columns): a third of the cost of ordering the
-    # rows and then transposing them (0.54 -> 0.19 s for 937k rows)
+    # column-major matrix (the bincounts read columns): cheaper than ordering the rows and
+    # then transposing them (bench/README.md, "Figures behind the code")
     clicks = np.zeros((keys.size, ranks), order="F")  # positions the rows lack count zero
     for j in range(min(ranks, width)):
         clicks[:, j] = stored[:, j][order]

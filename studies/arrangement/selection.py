@@ -185,10 +185,10 @@ class ReportQuery:
 
         The rows may repeat an (install key, arm): every reader sums them per install and
         arm (``figure3_arrays``' bincounts, ``report_arrays``' sort by key). So the
-        study-wide rows, already about one per install and arm (937k rows for 700k pairs
-        at 50M events), are read as they are, not grouped, and nothing is sorted in
-        ClickHouse: at 50M events the statement took 1.55 s grouped and sorted, 0.95 s
-        grouped, 0.48 s as rows (idle); numpy sorts the keys in ~0.1 s. The other sources
+        study-wide rows, already about one per install and arm, are read as they are, not
+        grouped, and nothing is sorted in ClickHouse: the statement is cheaper as rows than
+        grouped, or grouped and sorted, by more than numpy takes to sort the keys
+        (bench/README.md, "Figures behind the code"). The other sources
         (days, slices) hold many rows per pair and are grouped by the key (a UInt64, not
         the id string). The bootstrap knows an install only by its key, so two ids of one
         key (odds ~1e-10 at 100k installs) were one cluster already."""

@@ -195,9 +195,9 @@ async def run_experiment_report(
 
 async def with_quintile_bounds(store: Store, query: ReportQuery) -> ReportQuery:
     """A quintile query with its boundaries read once (both sets in one pass), so the
-    report's statements filter on numbers instead of each computing them again (at 50M
-    events a pass over the selection's slices: ~0.7 s each), and the report can say which
-    range it counted. A live study's boundaries may move between this read and the next
+    report's statements filter on numbers instead of each computing them again (a pass over
+    the selection's slices each; bench/README.md, "Figures behind the code"), and the
+    report can say which range it counted. A live study's boundaries may move between this read and the next
     statement; the report then counts the range it states. Other queries: unchanged."""
     if query.quintile is None or query.quintile_bounds is not None:
         return query

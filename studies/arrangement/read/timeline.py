@@ -48,8 +48,8 @@ CHUNK_COLUMNS = 512
 """(window, position) columns per ``_bootstrap_bounds`` call: its percentiles run faster on
 a block that stays in cache than on all windows at once."""
 BOUNDS_THREADS = 2
-"""Blocks of percentiles taken at once (the machine's two cores: 0.87 -> 0.45 s for a
-30-day hourly timeline's 136,800 columns)."""
+"""Blocks of percentiles taken at once (the machine's two cores: two blocks side by side
+finish sooner than one after the other; bench/README.md, "Figures behind the code")."""
 
 
 async def run_timeline(
@@ -115,8 +115,8 @@ def hourly_sql(query: ReportQuery) -> str:
     if fine.until is not None:
         parts.append(f"hour_start < toDateTime({quote(_text(fine.until))}, 'UTC')")
     # Not summed here: with ClickHouse's sumForEach over the 2,000-wide arrays the statement
-    # took 0.95 s first and 0.54 s after at 50M events, read as rows 0.46 and 0.43 s; numpy
-    # sums the rows where they lie (``timeline_from_hourly``).
+    # took longer than reading the rows as they are (bench/README.md, "Figures behind the
+    # code"); numpy sums the rows where they lie (``timeline_from_hourly``).
     return (
         "SELECT toUInt32(hour_start) AS window_start, arm, "
         f"toFloat64({unit}) AS n_units, clicks AS n_clicks, "
@@ -147,8 +147,8 @@ def _sum_rows(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
 
     The statement orders its rows by window and arm, so a group's rows (one per age, one
     to a few) come side by side. Each group's first row is taken, then its second where
-    it has one, and so on: a pass per row of the largest group, on 2,000-wide rows four
-    times faster than ``np.add.reduceat`` (0.55 -> 0.14 s for a 30-day hourly timeline)."""
+    it has one, and so on: a pass per row of the largest group, on 2,000-wide rows faster
+    than ``np.add.reduceat`` (bench/README.md, "Figures behind the code")."""
     order = None
     if np.any(group[1:] < group[:-1]):  # a group in more than one run: gather it first
         order = np.argsort(group, kind="stable")

@@ -137,7 +137,8 @@ def _replicate_sums(
     weights[who[i], r] * values[i, column], as one sparse product: per column, a matrix
     [group, install] of the rows' values (mostly zero: a row's clicks are on one position)
     times the weights [install, replicate]. Integers throughout, so exact in float64
-    whatever the order of the sums (a loop over groups cost 5x more at 1M events)."""
+    whatever the order of the sums (a loop over groups cost several times more;
+    bench/README.md, "Figures behind the code")."""
     from scipy import sparse
 
     columns = values.shape[1]

@@ -2,12 +2,12 @@
 
 Each day, the worker extends the stored looks of the selection the board and ``report
 experiment`` show by default (``keep_looks``) from the stored per-install totals plus one
-day of slices (a pass over every day cost 33 s at 50M events and grew with the study; one
-day reads the current month's partition). A study extended for the first time (after an
-import) is passed over a calendar month at a time, carrying the totals, so its memory is
-one month's rows. What writes past days forgets the looks and their totals from that day
-on: an import (``restore_looks``) and a worker that recomputes an old slice (a replay after
-a long outage). Timings: ``bench/README.md`` ("daily look").
+day of slices (a pass over every day grew with the study: bench/README.md, "Figures behind
+the code"; one day reads the current month's partition). A study extended for the first
+time (after an import) is passed over a calendar month at a time, carrying the totals, so
+its memory is one month's rows. What writes past days forgets the looks and their totals
+from that day on: an import (``restore_looks``) and a worker that recomputes an old slice (a
+replay after a long outage). Timings: ``bench/README.md`` ("daily look").
 """
 
 from __future__ import annotations
@@ -105,8 +105,9 @@ async def extend_looks(
             looks, through = [], None
             continue
         found = looks_of(rows, baseline)
-        # Read and summed apart: run side by side, each took twice as long (8.7 s against 9.4 s
-        # one after the other for a day at 50M events: 3.2 s read, 1.2 s looks, 4.9 s totals).
+        # Read and summed apart: run side by side, each slowed down so much that together
+        # they saved little over one after the other (bench/README.md, "Figures behind the
+        # code").
         await _store_totals(store, query, selection, sql, end, through is not None)
         new = [x for x in found if start <= day_of(x.look) <= end]
         await store_looks(store, query, selection, new, end)
@@ -130,13 +131,15 @@ async def _store_totals(
     """The per-install totals of ``rows`` (the statement a pass read: its days, after the
     earlier totals and their marker when it went on from them), summed per install key and
     arm by ClickHouse and written for ``through`` on the store's background lane (a day's
-    totals take ~5 s at 50M events; the worker's raw rows must not wait behind them).
+    totals take seconds on a large study: bench/README.md, "Figures behind the code"; the
+    worker's raw rows must not wait behind them).
 
     The marker comes from the rows: the earlier totals' marker (install key 0, arm '') sums
     to the new one, so totals that a forget removed between the pass's read and this
     statement are written without one and never read (the next pass starts over). A pass
     from the first day writes its marker itself. Summed in numpy from the rows already
-    read and sent back as JSON lines, the same totals took 10.2 s (255 MB of JSON)."""
+    read and sent back as JSON lines, the same totals took longer: ClickHouse sums them
+    where they lie and nothing is sent back (bench/README.md, "Figures behind the code")."""
     names = (query.experiment_id, query.engine, selection, through.isoformat())
     key = ", ".join(quote(x) for x in names)
     marker = "" if after_totals else f" UNION ALL SELECT {key}, 0, '', 0, 0, now64(6)"
