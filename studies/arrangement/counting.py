@@ -10,7 +10,10 @@ rules; every SQL statement of the write side builds its counts from these.
 
 from __future__ import annotations
 
-from studies.arrangement.tables import MAX_RANKS
+from collections.abc import Collection
+
+from schemas.sql import quote
+from studies.arrangement.tables import MAX_RANKS, SLICE_S
 
 UNIT = "type = 'click'"
 """A query that led to a click (the paper's unit)."""
@@ -48,3 +51,15 @@ def organic_clicks_by_rank(ranks: int = MAX_RANKS, cast: str = "") -> list[str]:
     (e.g. ``toUInt32``)."""
     counts = [f"countIf({organic_click_at(r)})" for r in range(1, ranks + 1)]
     return [f"{cast}({c})" for c in counts] if cast else counts
+
+
+def touched_slices(keys: Collection[tuple[str, str, int]]) -> tuple[int, int, str]:
+    """The raw rows of the (experiment, engine, slice start) ``keys``: the ``received_at``
+    range [lo, hi) they lie in (unix seconds) and the condition that selects them."""
+    if not keys:
+        raise ValueError("no keys to recompute")
+    lo = min(k[2] for k in keys)
+    hi = max(k[2] for k in keys) + SLICE_S
+    in_list = ", ".join(f"({quote(e)}, {quote(g)}, {int(s)})" for e, g, s in keys)
+    slice_of = f"toUInt32(toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND))"
+    return lo, hi, f"(experiment_id, engine, {slice_of}) IN ({in_list})"

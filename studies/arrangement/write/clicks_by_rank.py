@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from schemas.sql import quote
-from studies.arrangement.counting import IMPRESSION, UNIT, click_at
+from studies.arrangement.counting import IMPRESSION, UNIT, click_at, touched_slices
 from studies.arrangement.tables import CLICKS_BY_RANK as TABLE
 from studies.arrangement.tables import MAX_RANKS as MAX_RANK
 from studies.arrangement.tables import SLICE_S
@@ -18,17 +18,7 @@ def recompute_sql(keys: Collection[tuple[str, str, int]]) -> str:
     a recount from raw, whatever was replayed. Every rank 1..MAX_RANK gets a row per
     arm, so a zero count is stored as zero, not as a missing row.
     """
-    if not keys:
-        raise ValueError("no keys to recompute")
-    lo = min(k[2] for k in keys)
-    hi = max(k[2] for k in keys) + SLICE_S
-    in_list = ", ".join(f"({quote(exp)}, {quote(eng)}, {slice_start})" for exp, eng, slice_start in keys)
-    return _insert(
-        lo,
-        hi,
-        f"(experiment_id, engine, toUInt32(toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND))) "
-        f"IN ({in_list})",
-    )
+    return _insert(*touched_slices(keys))
 
 
 def range_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:

@@ -13,7 +13,13 @@ from collections.abc import Collection
 
 from analytics.stats.arrangement_subsets import subsets_array_sql
 from schemas.sql import quote
-from studies.arrangement.counting import ELEMENT_CLICKS, IMPRESSION, UNIT, organic_clicks_by_rank
+from studies.arrangement.counting import (
+    ELEMENT_CLICKS,
+    IMPRESSION,
+    UNIT,
+    organic_clicks_by_rank,
+    touched_slices,
+)
 from studies.arrangement.tables import AGE_CAP, SLICE_S
 from studies.arrangement.tables import MAX_RANKS as MAX_RANK
 
@@ -31,17 +37,7 @@ def n_candidates_bucket_sql(column: str = "n_candidates") -> str:
 
 def slices_sql(keys: Collection[tuple[str, str, int]]) -> str:
     """Recompute every (experiment, engine, slice) in ``keys`` for all its installs."""
-    if not keys:
-        raise ValueError("no keys to recompute")
-    lo = min(k[2] for k in keys)
-    hi = max(k[2] for k in keys) + SLICE_S
-    in_list = ", ".join(f"({quote(e)}, {quote(g)}, {s})" for e, g, s in keys)
-    return _slices_insert(
-        lo,
-        hi,
-        f"(experiment_id, engine, toUInt32(toStartOfInterval(received_at, INTERVAL {SLICE_S} SECOND))) "
-        f"IN ({in_list})",
-    )
+    return _slices_insert(*touched_slices(keys))
 
 
 def slices_range_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
