@@ -9,7 +9,7 @@ statement is parsed with sqlglot's ClickHouse dialect and its whole tree is chec
 - one statement: ``SELECT`` (``WITH``, ``UNION`` ...), ``EXPLAIN [AST|SYNTAX|PLAN|
   PIPELINE|ESTIMATE] SELECT ...``, ``DESCRIBE <table>`` or ``SHOW TABLES``;
 - every table is a documented table or view (``schemas/clickhouse/README.md``; the
-  names the migrations create) or a CTE of the statement; the only table functions
+  names the migrations and views/ create) or a CTE of the statement; the only table functions
   are the documented parameterised views and a few generators (``numbers``, ``zeros``);
 - no function anywhere that reaches files, URLs, processes or other servers, and no
   dictionary function at all (the ``dict`` family);
@@ -35,7 +35,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
-from schemas.sql import ReadOnlyViolation, StatementTooLarge, load_migrations
+from schemas.sql import ReadOnlyViolation, StatementTooLarge, load_migrations, load_views
 
 GENERATORS = frozenset({"numbers", "numbers_mt", "zeros", "zeros_mt", "generate_series", "generateseries"})
 """Table functions that only generate rows."""
@@ -102,7 +102,7 @@ _TOKENIZER = Dialect.get_or_raise("clickhouse")
 
 @cache
 def documented_tables() -> frozenset[str]:
-    """Every table and view the migrations leave in place (they are all documented)."""
+    """Every table the migrations leave in place and every view (they are all documented)."""
     names: set[str] = set()
     for migration in load_migrations():
         for statement in migration.statements:
@@ -110,6 +110,7 @@ def documented_tables() -> frozenset[str]:
             if match:
                 verb, name = match.groups()
                 (names.add if verb.upper() == "CREATE" else names.discard)(name)
+    names.update(view.name for view in load_views())  # created after the migrations
     return frozenset(names - _INTERNAL)
 
 

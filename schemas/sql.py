@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import datetime
+from graphlib import CycleError, TopologicalSorter
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import NamedTuple
 
 
@@ -66,3 +68,53 @@ def load_migrations() -> list[Migration]:
     if len(set(versions)) != len(versions):
         raise RuntimeError(f"duplicate migration versions: {versions}")
     return found
+
+
+class View(NamedTuple):
+    name: str
+    statement: str
+    reads: frozenset[str]
+    """The other views its statement reads: they are created before it."""
+
+
+_VIEW_HEAD = re.compile(r"CREATE OR REPLACE VIEW (\w+) AS\b")
+_NOT_NAMES = re.compile(r"'(?:[^'\\]|\\.)*'|--[^\n]*")
+"""String literals and end-of-line comments: no view is read there."""
+
+
+def load_views(folder: Traversable | None = None) -> list[View]:
+    """The current view definitions, each after the views it reads (then by name): one
+    ``CREATE OR REPLACE VIEW <name> AS ...`` per file ``<name>.sql`` of ``folder``, by default
+    ``schemas/clickhouse/views``. A view is defined there and nowhere else."""
+    folder = folder or resources.files("schemas") / "clickhouse" / "views"
+    found = {}
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            name = entry.name.removesuffix(".sql")
+            found[name] = _view_statement(name, entry.read_text())
+    views = {}
+    for name, statement in found.items():
+        words = set(re.findall(r"\b[A-Za-z_]\w*\b", _NOT_NAMES.sub(" ", statement)))
+        views[name] = View(name, statement, frozenset(words & found.keys() - {name}))
+    order = TopologicalSorter({name: views[name].reads for name in sorted(views)})
+    try:
+        order.prepare()
+    except CycleError as exc:
+        raise RuntimeError(f"views read each other in a cycle: {exc.args[1]}") from None
+    ordered = []
+    while order.is_active():
+        ready = sorted(order.get_ready())
+        ordered += [views[name] for name in ready]
+        order.done(*ready)
+    return ordered
+
+
+def _view_statement(name: str, script: str) -> str:
+    """The one statement of view ``name``'s file (comment lines dropped first, so a comment
+    ending in ``;`` splits nothing)."""
+    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("--"))
+    statements = split_statements(code)
+    head = _VIEW_HEAD.match(statements[0]) if len(statements) == 1 else None
+    if head is None or head.group(1) != name:
+        raise RuntimeError(f"{name}.sql must hold one statement, CREATE OR REPLACE VIEW {name} AS ...")
+    return statements[0]

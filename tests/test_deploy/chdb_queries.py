@@ -1,4 +1,4 @@
-"""Run SQL against a fresh chDB with the project's migrations, as a read-only user.
+"""Run SQL against a fresh chDB with the project's migrations and views, as a read-only user.
 
 Used by test_grafana.py in a subprocess (chDB allows one session per process, and the
 test process may hold another). Reads {"queries": {id: sql}, "setup": [sql]} as JSON on
@@ -14,7 +14,7 @@ import tempfile
 
 from chdb import session
 
-from schemas.sql import load_migrations
+from schemas.sql import load_migrations, load_views
 
 
 def main() -> None:
@@ -24,6 +24,8 @@ def main() -> None:
         for migration in load_migrations():
             for statement in migration.statements:
                 db.query(statement)
+        for view in load_views():  # as schemas/migrate.py does, after the migrations
+            db.query(view.statement)
         for sql in request.get("setup", []):
             db.query(sql)
         db.query("SET readonly = 1")  # what the grafana user of deploy/clickhouse/users.d has

@@ -15,6 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 MIGRATIONS = ROOT / "schemas" / "clickhouse" / "migrations"
+VIEWS = ROOT / "schemas" / "clickhouse" / "views"
 DASHBOARDS = DEPLOY / "grafana" / "dashboards"
 K8S = DEPLOY / "k8s"
 COMPOSE = DEPLOY / "docker-compose.yml"
@@ -61,14 +62,14 @@ def load_yaml_all(path: Path) -> list[Any]:
 
 
 def migration_objects() -> set[str]:
-    """Names of every table and view the migrations create (plus the migration ledger)."""
+    """Names of every table the migrations create and every view (plus the migration ledger)."""
     names = {"schema_migrations"}
     pattern = re.compile(
         r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|(?:MATERIALIZED\s+)?VIEW|DICTIONARY)\s+"
         r"(?:IF\s+NOT\s+EXISTS\s+)?`?(\w+)`?",
         re.IGNORECASE,
     )
-    for sql in sorted(MIGRATIONS.glob("*.sql")):
+    for sql in [*sorted(MIGRATIONS.glob("*.sql")), *sorted(VIEWS.glob("*.sql"))]:
         names.update(pattern.findall(sql.read_text()))
     return names
 

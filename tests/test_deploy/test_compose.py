@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 import yaml
 
 from core.settings import Settings
-from schemas.sql import load_migrations
+from schemas.sql import load_migrations, load_views
 from schemas.topics import all_topics
 from tests.test_deploy.common import (
     COMPOSE,
@@ -27,6 +27,7 @@ from tests.test_deploy.common import (
     MIGRATIONS,
     PROMETHEUS_CONFIG,
     ROOT,
+    VIEWS,
     compose,
     load_yaml,
     python_module,
@@ -198,10 +199,11 @@ def test_migrate_service_runs_the_project_migrations_from_the_project_image() ->
     assert 'ENTRYPOINT ["auditstream"]' in dockerfile
 
 
-def test_the_installed_package_ships_exactly_the_migration_files() -> None:
+def test_the_installed_package_ships_exactly_the_migration_and_view_files() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert '"clickhouse/migrations/*.sql"' in pyproject
+    assert '"clickhouse/migrations/*.sql"' in pyproject and '"clickhouse/views/*.sql"' in pyproject
     assert [m.name for m in load_migrations()] == sorted(p.name for p in MIGRATIONS.glob("*.sql"))
+    assert sorted(f"{v.name}.sql" for v in load_views()) == sorted(p.name for p in VIEWS.glob("*.sql"))
 
 
 def test_db_migrate_applies_every_migration(tmp_path: Path) -> None:
@@ -223,7 +225,7 @@ def test_db_migrate_applies_every_migration(tmp_path: Path) -> None:
 
 
 def test_no_other_ddl_lives_under_deploy() -> None:
-    """The schema has one source: schemas/clickhouse/migrations. Nothing in deploy/ can drift."""
+    """The schema has one source: schemas/clickhouse (migrations, views). Nothing in deploy/ can drift."""
     assert list(DEPLOY.rglob("*.sql")) == []
     ddl = re.compile(r"\b(CREATE|ALTER|DROP)\s+(TABLE|VIEW|MATERIALIZED\s+VIEW|DATABASE|DICTIONARY)\b", re.I)
     for path in DEPLOY.rglob("*"):

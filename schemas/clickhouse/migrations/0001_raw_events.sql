@@ -100,23 +100,8 @@ ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMM(created_at)
 ORDER BY (kind, subject, created_at, alert_id);
 
-CREATE VIEW IF NOT EXISTS extension_events AS
-SELECT * FROM raw_extension_events FINAL;
-
-CREATE VIEW IF NOT EXISTS serp_snapshots AS
-SELECT * FROM raw_serp_snapshots FINAL;
-
-CREATE VIEW IF NOT EXISTS autocomplete_nodes AS
-SELECT event_id, schema_version, sent_at, received_at, crawl_id, engine, root, query, parent,
-       depth, suggestions, status, raw_ref
-FROM raw_autocomplete_events FINAL
-WHERE type = 'autocomplete_node';
-
-CREATE VIEW IF NOT EXISTS crawl_markers AS
-SELECT event_id, type, sent_at, received_at, crawl_id, engine, root, max_depth, trimming_rule,
-       n_nodes, n_edges, n_failed
-FROM raw_autocomplete_events FINAL
-WHERE type IN ('crawl_started', 'crawl_completed');
+-- Views defined in views/<name>.sql (applied after the migrations): extension_events,
+-- serp_snapshots, autocomplete_nodes, crawl_markers.
 
 -- Messages the worker could not store (undecodable, or refused by ClickHouse), kept with
 -- the reason so nothing read from Kafka disappears silently.

@@ -20,14 +20,4 @@ ENGINE = ReplacingMergeTree(computed_at)
 PARTITION BY toYYYYMM(window_start)
 ORDER BY (experiment_id, engine, window_start, arm, original_rank);
 
-CREATE VIEW IF NOT EXISTS clicks_by_rank_1m AS
-SELECT experiment_id, engine, arm, original_rank, minute AS window_start,
-       n_units AS units, n_impressions AS impressions, n_clicks AS clicks,
-       if(n_units = 0, nan, n_clicks / n_units) AS ctr
-FROM
-(
-    SELECT experiment_id, engine, arm, original_rank, toStartOfMinute(window_start) AS minute,
-           sum(units) AS n_units, sum(impressions) AS n_impressions, sum(clicks) AS n_clicks
-    FROM agg_clicks_by_rank_10s FINAL
-    GROUP BY experiment_id, engine, arm, original_rank, minute
-);
+-- View defined in views/<name>.sql (applied after the migrations): clicks_by_rank_1m.

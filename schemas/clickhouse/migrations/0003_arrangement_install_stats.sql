@@ -60,8 +60,4 @@ PARTITION BY toYYYYMM(day)
 ORDER BY (experiment_id, install_id, day, engine, arm, install_age_days, identified,
           ads_present, box_present, ssr_c1_c2, n_candidates_bucket);
 
-CREATE VIEW IF NOT EXISTS arrangement_install_day AS
-SELECT experiment_id, install_id, day, engine, arm, install_age_days, identified, ads_present,
-       box_present, ssr_c1_c2, n_candidates_bucket, units, impressions, clicks, clicks_ad,
-       clicks_box, clicks_ssr, clicks_other
-FROM agg_arrangement_day FINAL;
+-- View defined in views/<name>.sql (applied after the migrations): arrangement_install_day.

@@ -11,12 +11,4 @@ CREATE TABLE IF NOT EXISTS experiments_log
 ENGINE = ReplacingMergeTree(updated_at)
 ORDER BY experiment_id;
 
-CREATE VIEW IF NOT EXISTS experiments AS
-SELECT experiment_id, updated_at, status, config,
-       JSONExtract(config, 'arms', 'Map(String, Float64)') AS arms,
-       JSONExtractString(config, 'salt') AS salt,
-       JSONExtract(config, 'engines', 'Array(String)') AS engines,
-       toDate(JSONExtractString(config, 'start')) AS start,
-       JSONExtractUInt(config, 'burn_in_days') AS burn_in_days,
-       JSONExtractString(config, 'unit_mode') AS unit_mode
-FROM experiments_log FINAL;
+-- View defined in views/<name>.sql (applied after the migrations): experiments.

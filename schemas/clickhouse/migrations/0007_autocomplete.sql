@@ -77,47 +77,7 @@ CREATE TABLE IF NOT EXISTS agg_autocomplete_associations
 ENGINE = ReplacingMergeTree(computed_at)
 ORDER BY (engine, root, crawl_id, source_reduced, target_reduced);
 
-CREATE VIEW IF NOT EXISTS autocomplete_edges AS
-SELECT engine, root, crawl_id, completed_at, source, target, rank, depth, self_loop, trimmed, platforms
-FROM agg_autocomplete_edges FINAL;
-
-CREATE VIEW IF NOT EXISTS autocomplete_network_nodes AS
-SELECT engine, root, crawl_id, any(completed_at) AS crawl_completed_at, target AS node,
-       min((depth, rank)) AS first_seen_at,
-       tupleElement(first_seen_at, 1) + 1 AS node_depth, tupleElement(first_seen_at, 2) AS node_rank,
-       min(trimmed) AS node_trimmed
-FROM autocomplete_edges
-WHERE NOT self_loop
-GROUP BY engine, root, crawl_id, target;
-
-CREATE VIEW IF NOT EXISTS autocomplete_crawls AS
-SELECT engine, root, crawl_id, completed_at, previous_crawl_id, n_nodes, n_edges, n_failed,
-       n_blocked, max_depth, trimming_rule, nmi
-FROM agg_autocomplete_crawls FINAL;
-
-CREATE VIEW IF NOT EXISTS autocomplete_churn AS
-SELECT engine, root, crawl_id, previous_crawl_id, completed_at, rank, depth, churn
-FROM agg_autocomplete_churn FINAL;
-
-CREATE VIEW IF NOT EXISTS autocomplete_churn_by_rank_depth AS
-SELECT engine, rank, depth, avg(churn) AS mean_churn, count() AS pairs
-FROM autocomplete_churn
-GROUP BY engine, rank, depth;
-
-CREATE VIEW IF NOT EXISTS autocomplete_survival AS
-SELECT engine, root, target AS suggestion, min(completed_at) AS first_seen,
-       max(completed_at) AS last_seen, uniqExact(toDate(completed_at)) AS days
-FROM autocomplete_edges
-GROUP BY engine, root, suggestion;
-
-CREATE VIEW IF NOT EXISTS autocomplete_associations AS
-SELECT engine, root, source_reduced, target_reduced, sum(edges) AS weight,
-       uniqExact(crawl_id) AS crawls
-FROM agg_autocomplete_associations FINAL
-GROUP BY engine, root, source_reduced, target_reduced;
-
-CREATE VIEW IF NOT EXISTS autocomplete_social_mentions AS
-SELECT engine, root, platform, uniqExact(crawl_id, target) AS mentions
-FROM autocomplete_edges
-ARRAY JOIN platforms AS platform
-GROUP BY engine, root, platform;
+-- Views defined in views/<name>.sql (applied after the migrations): autocomplete_edges,
+-- autocomplete_network_nodes, autocomplete_crawls, autocomplete_churn,
+-- autocomplete_churn_by_rank_depth, autocomplete_survival, autocomplete_associations,
+-- autocomplete_social_mentions.

@@ -34,12 +34,7 @@ ENGINE = ReplacingMergeTree(computed_at)
 ORDER BY (experiment_id, engine, install_id, arm, install_age_days, identified, ads_present,
           box_present, ssr_c1_c2);
 
--- install_age_days here is min(days since install, 7): 7 means "seven days or more".
-CREATE VIEW IF NOT EXISTS arrangement_install AS
-SELECT experiment_id, engine, install_id, arm, install_age_days, identified, ads_present,
-       box_present, ssr_c1_c2, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr,
-       clicks_other, first_slice, last_slice
-FROM agg_arrangement_install FINAL;
+-- View defined in views/<name>.sql (applied after the migrations): arrangement_install.
 
 -- Existing studies: their install rows from the slices already stored.
 INSERT INTO agg_arrangement_install

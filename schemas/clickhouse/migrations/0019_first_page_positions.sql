@@ -3,6 +3,8 @@
 -- unit whose click is on none of c_1..c_10, counted with clicks_other, in the minute
 -- aggregate, the 10-second slices and the study-wide rows. The three are rebuilt from the
 -- deduplicated raw rows with the worker's own recompute statements (over all time).
+-- They read raw_extension_events FINAL, what the view extension_events was then: views are
+-- created after the migrations (views/), so a migration reads no view.
 
 TRUNCATE TABLE IF EXISTS agg_clicks_by_rank_10s;
 
@@ -21,7 +23,7 @@ FROM
            countIf(type = 'click') AS n_units,
            countIf(type = 'serp_view') AS n_impressions,
            [countIf(type = 'click' AND page_index = 0 AND original_rank = 1), countIf(type = 'click' AND page_index = 0 AND original_rank = 2), countIf(type = 'click' AND page_index = 0 AND original_rank = 3), countIf(type = 'click' AND page_index = 0 AND original_rank = 4), countIf(type = 'click' AND page_index = 0 AND original_rank = 5), countIf(type = 'click' AND page_index = 0 AND original_rank = 6), countIf(type = 'click' AND page_index = 0 AND original_rank = 7), countIf(type = 'click' AND page_index = 0 AND original_rank = 8), countIf(type = 'click' AND page_index = 0 AND original_rank = 9), countIf(type = 'click' AND page_index = 0 AND original_rank = 10)] AS n_clicks
-    FROM extension_events
+    FROM raw_extension_events FINAL
     WHERE received_at >= toDateTime64(0, 3, 'UTC')
       AND received_at < toDateTime64(4102444800, 3, 'UTC')
       AND 1
@@ -45,7 +47,7 @@ SELECT experiment_id, install_id, toStartOfInterval(received_at, INTERVAL 10 SEC
        toUInt32(countIf(type = 'click' AND (element_type = 'other'
                         OR (element_type = 'organic' AND page_index > 0)))),
        now64(6)
-FROM extension_events
+FROM raw_extension_events FINAL
 WHERE received_at >= toDateTime64(0, 3, 'UTC') AND received_at < toDateTime64(4102444800, 3, 'UTC')
   AND 1
 GROUP BY experiment_id, install_id, ws, engine, arm, age, ident, ads, boxp, ssr12, ncb;

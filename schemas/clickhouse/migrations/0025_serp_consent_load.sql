@@ -9,11 +9,10 @@
 -- end of the page's load event, after any consent wall). NULL when no page came, or for
 -- rows stored before this migration. Per round, max(loaded_at) - min(loaded_at) is the load
 -- skew, as max(sent_at) - min(sent_at) is the send skew.
--- The view is recreated because a view's `*` is expanded when the view is created.
+-- serp_snapshots shows the columns: migrate creates every view again after the migrations.
 
 ALTER TABLE raw_serp_snapshots ADD COLUMN IF NOT EXISTS consent LowCardinality(String) DEFAULT '';
 
 ALTER TABLE raw_serp_snapshots ADD COLUMN IF NOT EXISTS loaded_at Nullable(DateTime64(3, 'UTC'));
 
-CREATE OR REPLACE VIEW serp_snapshots AS
-SELECT * FROM raw_serp_snapshots FINAL;
+-- View defined in views/<name>.sql (applied after the migrations): serp_snapshots.

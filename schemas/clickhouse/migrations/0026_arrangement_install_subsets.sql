@@ -32,10 +32,8 @@ CREATE TABLE IF NOT EXISTS agg_arrangement_install_subset
 ENGINE = ReplacingMergeTree(computed_at)
 ORDER BY (experiment_id, engine, subset, install_id, arm, install_age_days, identified);
 
-CREATE VIEW IF NOT EXISTS arrangement_install_subset AS
-SELECT experiment_id, engine, subset, install_id, arm, install_age_days, identified, units,
-       impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other
-FROM agg_arrangement_install_subset FINAL;
+-- View defined in views/<name>.sql (applied after the migrations):
+-- arrangement_install_subset.
 
 -- Existing studies: their subset rows from the study-wide rows already stored.
 INSERT INTO agg_arrangement_install_subset

@@ -41,13 +41,12 @@ CREATE TABLE IF NOT EXISTS agg_arrangement_replicates_1h
 ENGINE = ReplacingMergeTree(computed_at, is_deleted)
 ORDER BY (experiment_id, engine, identified, install_age_days, arm, hour_start);
 
-CREATE VIEW IF NOT EXISTS arrangement_replicates_1h AS
-SELECT experiment_id, engine, hour_start, arm, install_age_days, identified, units, impressions,
-       clicks, installs_units, installs_impressions, rep_units, rep_impressions, rep_clicks
-FROM agg_arrangement_replicates_1h FINAL;
+-- View defined in views/<name>.sql (applied after the migrations): arrangement_replicates_1h.
 
 -- Existing studies: their hours from the raw rows already stored, the weights computed by
 -- ClickHouse (weight_sql of analytics/stats/bootstrap.py, from the install key).
+-- It reads raw_extension_events FINAL, what the view extension_events was then: views are
+-- created after the migrations (views/), so a migration reads no view.
 INSERT INTO agg_arrangement_replicates_1h
     (experiment_id, engine, hour_start, arm, install_age_days, identified, units, impressions, clicks,
      installs_units, installs_impressions, rep_units, rep_impressions, rep_clicks, computed_at)
@@ -71,7 +70,7 @@ FROM
                toUInt8(identified) AS ident, countIf(type = 'click') AS n_units,
                countIf(type = 'serp_view') AS n_impressions,
                [countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 1), countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 2), countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 3), countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 4), countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 5), countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 6), countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 7), countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 8), countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 9), countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 10)] AS n_clicks
-        FROM extension_events
+        FROM raw_extension_events FINAL
         GROUP BY experiment_id, engine, hour_start, install_key, arm, age, ident
     )
     WINDOW per_install AS (PARTITION BY experiment_id, engine, hour_start, install_key, arm, ident)

@@ -25,8 +25,4 @@ CREATE TABLE IF NOT EXISTS agg_arrangement_looks
 ENGINE = ReplacingMergeTree(computed_at)
 ORDER BY (experiment_id, engine, selection, look_day, arm);
 
-CREATE VIEW IF NOT EXISTS arrangement_looks AS
-SELECT experiment_id, engine, selection, look_day, arm, installs, delta_low, delta_high,
-       (delta_low > 0 OR delta_high < 0) AS excludes_zero, computed_at
-FROM agg_arrangement_looks FINAL
-WHERE arm != '';
+-- View defined in views/<name>.sql (applied after the migrations): arrangement_looks.

@@ -1,0 +1,8 @@
+-- The study-wide per-install rows (agg_arrangement_install): one per experiment, engine,
+-- install, arm and page context, summed over every slice of the install. install_age_days
+-- here is min(days since install, 7): 7 means "seven days or more".
+CREATE OR REPLACE VIEW arrangement_install AS
+SELECT experiment_id, engine, install_id, arm, install_age_days, identified, ads_present,
+       box_present, ssr_c1_c2, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr,
+       clicks_other, first_slice, last_slice
+FROM agg_arrangement_install FINAL;

@@ -1,0 +1,8 @@
+-- One row per analysed crawl of a root, with nmi against the root's previous crawl of the
+-- same study (NULL for its first).
+-- The full (untrimmed) network; autocomplete_crawls is the same on the trimmed one, as the paper analyses it.
+CREATE OR REPLACE VIEW autocomplete_crawls_full AS
+SELECT engine, root, crawl_id, study_id, network, completed_at, previous_crawl_id, n_nodes, n_edges,
+       n_failed, n_blocked, max_depth, trimming_rule, net_nodes, net_edges, nmi
+FROM agg_autocomplete_crawls FINAL
+WHERE network = 'full';

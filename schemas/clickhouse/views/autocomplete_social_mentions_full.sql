@@ -1,0 +1,13 @@
+-- Social media (paper §4.2): suggestions naming each platform per study and root; a
+-- suggestion is a distinct (crawl, suggestion) pair.
+-- The full (untrimmed) network; autocomplete_social_mentions is the same on the trimmed one, as the paper analyses it.
+CREATE OR REPLACE VIEW autocomplete_social_mentions_full AS
+SELECT m.engine AS engine, m.study_id AS study_id, 'full' AS network, m.root AS root,
+       m.platform AS platform, m.mentions AS mentions, s.suggestions AS suggestions,
+       m.mentions / s.suggestions AS share
+FROM (SELECT engine, study_id, root, platform, uniqExact(crawl_id, target) AS mentions
+      FROM autocomplete_study_edges ARRAY JOIN platforms AS platform
+      GROUP BY engine, study_id, root, platform) AS m
+INNER JOIN (SELECT engine, study_id, root, uniqExact(crawl_id, target) AS suggestions
+            FROM autocomplete_study_edges GROUP BY engine, study_id, root) AS s
+ON m.engine = s.engine AND m.study_id = s.study_id AND m.root = s.root;
