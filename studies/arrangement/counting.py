@@ -5,7 +5,10 @@ Only a first result page (``page_index = 0``) defines positions c_1..c_10: a cli
 later page is a unit whose click is on none of them. The per-install rows count organic
 clicks at a position (``organic_click_at``); the per-arm minute aggregate counts clicks of
 any element at a position (``click_at``). ``docs/method.md`` ("What is counted") states the
-rules; every SQL statement of the write side builds its counts from these.
+rules; every SQL statement of the write side builds its counts from these. Two data
+migrations (0019, 0027) restate them as they backfilled: migrations are history, run only on
+data directories older than them; ``tests/test_studies/test_counting.py`` checks they say the
+same, and a change of a rule is a new migration plus a recompute.
 """
 
 from __future__ import annotations
