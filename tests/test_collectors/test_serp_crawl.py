@@ -116,6 +116,7 @@ def sent_iso(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
 
+@pytest.mark.timing  # fetch deadlines of a few hundred ms: run alone, after the rest
 def test_lock_step_rounds_issue_every_profile_within_a_small_skew(
     tmp_path: Path, engine: FakeSerpEngine
 ) -> None:

@@ -40,6 +40,7 @@ def ts(iso: str) -> float:
     return datetime.fromisoformat(iso).timestamp()
 
 
+@pytest.mark.timing  # fetch deadlines of a few hundred ms: run alone, after the rest
 def test_history_steps_run_in_the_profiles_session_before_each_pass_and_keep_lock_step(
     tmp_path: Path,
 ) -> None:
