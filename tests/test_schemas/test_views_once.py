@@ -165,8 +165,8 @@ async def test_an_old_data_directory_migrates_to_the_fresh_schema_and_keeps_its_
     (fresh,) = await read(tmp_path / "fresh", SCHEMA)
     old = old_data_dir(tmp_path, fixture)
     (before,) = await read(old, SCHEMA)
-    # the views/ definitions are the ones the old migrations left, exactly
-    assert (before == fresh) == (version == 37)
+    # the views/ definitions are the ones the old migrations left, exactly (at the latest)
+    assert (before == fresh) == (version == load_migrations()[-1].version)
     assert applied(db_migrate(old)) == [m.name for m in load_migrations() if m.version > version]
     schema, rows = await read(
         old,
