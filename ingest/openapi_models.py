@@ -25,6 +25,7 @@ from studies.arrangement.answers import (
     Figure3,
     MarketHealth,
     Number,
+    ReportWarning,
 )
 
 
@@ -259,6 +260,9 @@ class BoardExperimentPanel(_Closed):
     drops: list[BoardDrops]
     srm: Srm
     markets: list[MarketHealth] = Field(description="Identification and SRM per engine market, busiest first")
+    warnings: list[ReportWarning] = Field(
+        default_factory=list, description="The report's warnings (SRM, reweighting, thin arms)."
+    )
 
 
 class ChurnGrid(_Closed):

@@ -216,6 +216,56 @@ def figure3_arrays(
     return out
 
 
+MIN_INSTALLS = 2
+"""An arm with fewer installs has no interval: the bootstrap resamples installs, and with
+one every replicate is that install's own ratio (a zero-width interval); the sequence's
+spread needs two (docs/method.md, "Cells too thin for an interval")."""
+MIN_UNITS = 10
+"""An arm with fewer units has no interval either: its ratios move in steps of 1/units or
+more, and a percentile interval of so few counts is far from covering 95%."""
+RANGES = {"ctr": (0.0, 1.0), "delta": (-1.0, 1.0), "beta": (-math.inf, 1.0)}
+"""Where each statistic can lie, given CTRs in [0, 1]: a CTR's interval is cut to [0, 1], a
+gap's to [-1, 1] and a distortion's (1 - CTR / CTR(baseline)) to at most 1. The confidence
+sequence is a normal approximation and runs past them with few installs."""
+
+
+def too_few(row: ArmRow) -> bool:
+    """An arm with too few installs or units for an interval (``MIN_INSTALLS``, ``MIN_UNITS``)."""
+    return row.installs < MIN_INSTALLS or row.units < MIN_UNITS
+
+
+def within_range(table: list[ArmRow], baseline: str) -> list[ArmRow]:
+    """``table`` as a report shows it: every interval cut to its statistic's range
+    (``RANGES``, never past the point estimate: a CTR per shown page may exceed 1), and no
+    interval where the arm, or for gaps and distortions its baseline, has too few units
+    (``too_few``). Applied once where the report's tables are made, so its JSON, CSV and
+    the board agree."""
+    base = next((r for r in table if r.arm == baseline), None)
+    thin_base = base is None or too_few(base)
+    out = []
+    for row in table:
+        thin = too_few(row)
+        out.append(
+            ArmRow(
+                row.arm,
+                row.units,
+                row.installs,
+                [_within(e, "ctr", thin) for e in row.ctr],
+                [_within(e, "delta", thin or thin_base) for e in row.delta],
+                [_within(e, "beta", thin or thin_base) for e in row.beta],
+            )
+        )
+    return out
+
+
+def _within(e: Estimate, kind: str, thin: bool) -> Estimate:
+    if thin or math.isnan(e.value):
+        return Estimate(e.value, math.nan, math.nan)
+    lo, hi = RANGES[kind]
+    # max/min keep a NaN bound NaN (it is their first argument)
+    return Estimate(e.value, max(e.ci_low, min(lo, e.value)), min(e.ci_high, max(hi, e.value)))
+
+
 Bounds = dict[tuple[str, str], list[tuple[float, float]]]
 
 

@@ -101,12 +101,19 @@ def summary(
     print_result(result, format, title="clicks by original rank (units = click events)")
 
 
-def _fmt(value: float | None, ci: tuple[float | None, float | None] | None = None) -> str:
+def _fmt(
+    value: float | None, ci: tuple[float | None, float | None] | None = None, planted: float | None = None
+) -> str:
+    """An estimate as a table cell: "—" where it is undefined (no units, or no baseline
+    units), without brackets where it has no interval (too few units), and the planted
+    value after it in a simulated study."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
+        return "—"
     text = f"{value:.3f}"
     if ci and ci[0] is not None and ci[1] is not None:
         text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+    if planted is not None:
+        text += f" (planted {planted:.3f})"
     return text
 
 
@@ -148,11 +155,24 @@ def experiment(
     ] = False,
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKeyOpt = None,
-    format: Format = "table",
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="table, json or csv. csv is long: one row per table, market, arm, quantity and "
+            "rank (value, ci_low, ci_high, planted), every table of the JSON (CTR, delta, beta, box "
+            "subset, unweighted, element shares, preprocessing, markets, decisions, warnings)",
+        ),
+    ] = "table",
 ) -> None:
-    """CTR per position and arm, gap and distortion against control, 95% clustered-bootstrap CIs.
+    """CTR per position and arm, gap and distortion against control, with 95% intervals
+    (clustered bootstrap, or confidence sequences with --intervals sequential).
 
     Computed by the service (POST /v1/reports/experiment) from its per-install statistics.
+    CTR and share intervals are cut to [0, 1], delta's to [-1, 1], beta's to at most 1; an
+    arm with fewer than 10 units or 2 installs has none. Warnings (SRM of the selection, a
+    reweighting that raked nobody, thin arms) follow the tables; a simulated study's planted
+    values are printed beside the estimates.
     """
     body = {name: value for name, value in locals().items() if name in REPORT_OPTIONS}
     _report_query(experiment_id, engine, burn_in_days, True, subset, since, until, unit_mode)  # exits 2
@@ -163,10 +183,9 @@ def experiment(
     if format == "json":
         emit_json(doc)
     elif format == "csv":
-        from studies.arrangement.answers import flat_columns
+        from studies.arrangement.long_form import COLUMNS, long_rows
 
-        columns = flat_columns(ranks)  # the answer's model (studies/arrangement/answers.py)
-        print_result({"columns": columns, "rows": [[r.get(c) for c in columns] for r in doc["arms"]]}, "csv")
+        print_result({"columns": COLUMNS, "rows": long_rows(doc)}, "csv")
     else:
         units = f"burn-in {doc['burn_in_days']} days · units {doc['unit_mode']}"
         _print_experiment(doc, f"{experiment_id} · {engine} · subset {subset} · {units}", ranks)
@@ -238,9 +257,12 @@ def _print_reweighting(doc: dict[str, Any], ranks: int) -> None:
         console.print(f"  {markup_safe(row['arm'])}: {markup_safe(ctrs)}")
 
 
-def _cell(record: dict[str, Any], name: str) -> str:
-    """``name`` (e.g. ``ctr_c1``) of a flattened report record with its interval."""
-    return _fmt(record.get(name), (record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")))
+def _cell(record: dict[str, Any], name: str, planted: dict[tuple[str, str, int], float] | None = None) -> str:
+    """``name`` (e.g. ``ctr_c1``) of a flattened report record with its interval, and its
+    planted value when ``planted`` has one for the record's arm."""
+    quantity, _, rank = name.rpartition("_c")
+    truth = (planted or {}).get((record["arm"], quantity, int(rank)))
+    return _fmt(record.get(name), (record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")), truth)
 
 
 def _bucket_range(bounds: dict[str, Any]) -> str:
@@ -279,39 +301,59 @@ def _srm_p(market: dict[str, Any]) -> str:
     return f"{market['srm_p_value']:.4g}" + (" mismatch" if market["srm_mismatch"] else "")
 
 
-def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
+def _print_notes(doc: dict[str, Any]) -> None:
+    """What follows the Figure-3 tables: the intervals' guarantee, the decision line
+    (sequential intervals: the day each arm's delta c1 first excluded zero), the quintile's
+    range and the report's warnings."""
     console = result_console()
+    console.print(f"intervals: {markup_safe(doc['interval_guarantee'])}")
+    for arm, day in (doc.get("decisions") or {}).items():
+        when = f"first on {day}" if day else "not yet"
+        console.print(f"decision, {markup_safe(arm)}: delta c1 excluded zero {markup_safe(when)}")
+    if bounds := doc.get("subset_bounds"):
+        console.print(f"quintile: {markup_safe(_bucket_range(bounds))}")
+    for w in doc.get("warnings") or []:
+        console.print(f"warning ({markup_safe(w['code'])}): {markup_safe(w['message'])}")
+
+
+INTERVAL_NAMES = {"bootstrap": "95% CI", "sequential": "95% confidence sequence"}
+
+
+def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
+    from studies.arrangement.read.planted import planted_lookup
+
+    console = result_console()
+    planted = planted_lookup(doc.get("planted"))
+    shown = INTERVAL_NAMES.get(doc.get("intervals", ""), "95% CI")
     ctr_table = Table(
         "arm",
         "units",
         "installs",
         *(f"CTR c{i}" for i in range(1, ranks + 1)),
-        title=plain(f"{title}: CTR with 95% CI"),
+        title=plain(f"{title}: CTR with {shown}"),
     )
+    gaps = min(3, ranks)  # the first three positions (fewer with --ranks below 3)
     gap_table = Table(
         "arm",
-        *(f"delta c{i}" for i in range(1, 4)),
-        *(f"beta c{i}" for i in range(1, 4)),
-        title=plain(f"performativity gap and algorithmic distortion against {doc['baseline']}"),
+        *(f"delta c{i}" for i in range(1, gaps + 1)),
+        *(f"beta c{i}" for i in range(1, gaps + 1)),
+        title=plain(f"performativity gap and algorithmic distortion against {doc['baseline']}, {shown}"),
     )
     for row in doc["arms"]:
         ctr_table.add_row(
             plain(row["arm"]),
             plain(row["units"]),
             plain(row["installs"]),
-            *(plain(_cell(row, f"ctr_c{i}")) for i in range(1, ranks + 1)),
+            *(plain(_cell(row, f"ctr_c{i}", planted)) for i in range(1, ranks + 1)),
         )
         if "delta_c1" in row:
-            n = min(3, ranks)
             gap_table.add_row(
-                plain(row["arm"]), *(plain(_cell(row, f"delta_c{i}")) for i in range(1, n + 1)),
-                *(plain(_cell(row, f"beta_c{i}")) for i in range(1, n + 1)),
+                plain(row["arm"]), *(plain(_cell(row, f"delta_c{i}", planted)) for i in range(1, gaps + 1)),
+                *(plain(_cell(row, f"beta_c{i}", planted)) for i in range(1, gaps + 1)),
             )  # fmt: skip
     console.print(ctr_table)
     console.print(gap_table)
-    console.print(f"intervals: {markup_safe(doc['interval_guarantee'])}")
-    if bounds := doc.get("subset_bounds"):
-        console.print(f"quintile: {markup_safe(_bucket_range(bounds))}")
+    _print_notes(doc)
     _print_reweighting(doc, ranks)
     columns = ["arm", "organic", "ad", "shopping_box", "ssr", "other"]
     shares = doc["element_shares"]

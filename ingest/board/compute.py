@@ -110,7 +110,7 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         report = await RESULTS.get(
             ("experiment", query, ranks, intervals, repr(targets)),
             lambda: data_version(
-                store, experiment_id, engine, targets is not None, intervals == "sequential"
+                store, experiment_id, engine, targets is not None, intervals == "sequential", planted=True
             ),
             lambda: run_experiment_report(store, query, ranks, SEED, "control", intervals, targets),
         )
@@ -142,6 +142,7 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "drops": drops,
         "srm": panels.srm_panel(drops, allocation, srm_alerts),
         "markets": await _markets_panel(store, query),
+        "warnings": report.warnings,
     }
 
 
@@ -186,7 +187,12 @@ async def _report(store: Store, panel: Panel) -> dict[str, Any]:
         return await RESULTS.get(
             ("report", repr(sorted(p.items()))),
             lambda: data_version(
-                store, query.experiment_id, query.engine, bool(targets), intervals == "sequential"
+                store,
+                query.experiment_id,
+                query.engine,
+                bool(targets),
+                intervals == "sequential",
+                planted=True,
             ),
             lambda: _report_json(store, query, p, intervals, targets),
         )

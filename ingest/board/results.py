@@ -46,6 +46,13 @@ def _profiles_version_sql(experiment_id: str) -> str:
     )
 
 
+def _planted_version_sql(experiment_id: str) -> str:
+    return (
+        "SELECT count(), toString(max(recorded_at)) FROM planted_values "
+        f"WHERE experiment_id = {quote(experiment_id)}"
+    )
+
+
 def _hours_version_sql(experiment_id: str, engine: str) -> str:
     return (
         "SELECT toString(max(computed_at)) FROM agg_arrangement_replicates_1h "
@@ -61,6 +68,7 @@ async def data_version(
     dated: bool,
     now: float | None = None,
     hours: bool = False,
+    planted: bool = False,
 ) -> tuple[Any, ...]:
     """What a report of this study depends on, cheaply (one pass over the recompute stamps
     of the study's per-subset rows: grows with installs, not events; questionnaire answers
@@ -75,6 +83,8 @@ async def data_version(
         version.append(await one(_hours_version_sql(experiment_id, engine)))
     if profiles:
         version.append(await one(_profiles_version_sql(experiment_id)))
+    if planted:  # a report prints the planted values of a simulated study beside its estimates
+        version.append(await one(_planted_version_sql(experiment_id)))
     if dated:  # the decision line's stored looks run through the last complete day
         version.append(last_complete_day(time.time() if now is None else now).isoformat())
     return tuple(version)

@@ -199,6 +199,26 @@ class MarketHealth(_Closed):
     srm_mismatch: bool | None = Field(description="p below the SRM alpha (null: unregistered, or no units).")
 
 
+class ReportWarning(_Closed):
+    """A warning about the report's own numbers (``read/warnings.py``)."""
+
+    code: Literal["srm_mismatch", "unweighted", "too_few_units"] = Field(
+        description="srm_mismatch: the kept clicks per arm fail the SRM test against the registered "
+        "allocation; unweighted: reweighting raked no install; too_few_units: an arm has fewer "
+        "than 10 units or 2 installs, so its intervals are null."
+    )
+    message: str
+
+
+class PlantedValue(_Closed):
+    """One value a simulation planted (migration 0038)."""
+
+    arm: str
+    quantity: str = Field(description="ctr, delta or beta, as the report defines them.")
+    rank: int = Field(ge=0)
+    value: float
+
+
 class ExperimentReport(_Closed):
     """``auditstream report experiment --format json``."""
 
@@ -229,6 +249,15 @@ class ExperimentReport(_Closed):
     )
     markets: list[MarketHealth] | None = Field(
         default=None, description="Per engine market: events, identified share, SRM of the kept clicks."
+    )
+    warnings: list[ReportWarning] = Field(
+        default_factory=list,
+        description="What the report says about its own numbers (also printed under its tables).",
+    )
+    planted: list[PlantedValue] | None = Field(
+        default=None,
+        description="A simulated study: the values it planted for this experiment, engine, subset "
+        "and baseline (table planted_values); null when none were recorded.",
     )
 
 

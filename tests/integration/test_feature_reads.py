@@ -19,6 +19,8 @@ PER_INSTALL = {
     "agg_arrangement_looks",  # the decision line's stored looks, one per day and arm
     "agg_arrangement_look_forgets",  # replays that invalidated stored looks
     "install_profiles",  # an install's questionnaire answers
+    "experiments",  # the registry: the arms' allocation, for the report's SRM warning
+    "planted_values",  # a simulated study's planted values, printed beside the estimates
 }
 
 

@@ -77,13 +77,18 @@ async def run_market_health(
     store: Store, experiment_id: str, engine: str, burn_in_days: int, window: tuple[str | None, str | None]
 ) -> list[dict[str, Any]]:
     """``market_health`` of a study from the store: its events and its registered allocation."""
+    rows = await store.query(markets_sql(experiment_id, engine, burn_in_days, *window), read_only=True)
+    return market_health(rows.dicts(), await registered_allocation(store, experiment_id, engine))
+
+
+async def registered_allocation(store: Store, experiment_id: str, engine: str) -> dict[str, float] | None:
+    """The arms ``engine`` runs in the registered experiment, with their weights (None:
+    not registered): what the SRM tests of the markets and of the report compare against."""
     from schemas.experiments import ExperimentConfig
 
-    rows = await store.query(markets_sql(experiment_id, engine, burn_in_days, *window), read_only=True)
     registry = await store.query(
         f"SELECT config FROM experiments WHERE experiment_id = {quote(experiment_id)}", read_only=True
     )
     if not registry.rows:
-        return market_health(rows.dicts(), None)
-    config = ExperimentConfig.model_validate_json(registry.rows[0][0])
-    return market_health(rows.dicts(), config.arms_on(engine))
+        return None
+    return ExperimentConfig.model_validate_json(registry.rows[0][0]).arms_on(engine)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -14,6 +14,7 @@ from analytics.stats.arrangement_table import (
     PerInstallArrays,
     figure3,
     figure3_arrays,
+    within_range,
 )
 from analytics.stats.bootstrap import replicate_weights
 from analytics.stats.reweight import Targets
@@ -21,7 +22,10 @@ from core.store import Store
 from studies.arrangement.answers import INTERVAL_GUARANTEES, flatten, pp_lower_bound
 from studies.arrangement.arrays import element_totals, report_arrays
 from studies.arrangement.read.decision_line import decision_days
+from studies.arrangement.read.markets import registered_allocation
+from studies.arrangement.read.planted import read_planted
 from studies.arrangement.read.raking import KeyedWeights, install_weights
+from studies.arrangement.read.warnings import report_warnings
 from studies.arrangement.selection import ReportQuery
 from studies.arrangement.tables import BOX_BASELINE, BOX_RANKS, ELEMENTS, REPLICATES
 
@@ -102,6 +106,11 @@ class ExperimentReport:
     markets: list[dict[str, Any]] | None = None
     """Asked for (``by_market``): per engine market, events, identified share, kept clicks per
     arm and their SRM test (``analytics/reports/markets.py``: a read of the raw events)."""
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    """What the report says about its own numbers (``read/warnings.py``): SRM of the
+    selection, a reweighting that raked nobody, arms too thin for an interval."""
+    planted: list[dict[str, Any]] | None = None
+    """A simulated study: the values it planted for this selection and baseline (``read/planted.py``)."""
 
     @property
     def performative_power_lower_bound(self) -> float:
@@ -131,10 +140,12 @@ async def run_experiment_report(
     # a report of the box subset is its own box table: its rows are read once
     own_box = query.subset == "box"
     try:
-        per_install, drops, box_read = await asyncio.gather(
+        per_install, drops, box_read, allocation, planted = await asyncio.gather(
             store.query_arrow(query.per_install_keys_sql(seed, elements=True)),
             store.query(query.drops_sql(), read_only=True),
             asyncio.sleep(0) if own_box else store.query_arrow(box_query.per_install_keys_sql(seed)),
+            registered_allocation(store, query.experiment_id, query.engine),
+            read_planted(store, query, baseline),
         )
     except BaseException:
         if raking is not None:
@@ -164,9 +175,10 @@ async def run_experiment_report(
             return []
         if weighted and weight_of is not None:
             arrays = replace(arrays, weights=weight_of.lookup(arrays.keys))
-        return figure3_arrays(
+        made = figure3_arrays(
             arrays, ranks, seed=seed, baseline=baseline, intervals=intervals, weight_of=weights
         )
+        return within_range(made, baseline)
 
     positions, elements = (
         report_arrays(per_install, ranks, elements=True) if per_install.num_rows else (None, None)
@@ -176,20 +188,26 @@ async def run_experiment_report(
     decisions = None
     if intervals == "sequential" and positions is not None:
         decisions = await decision_days(store, query, seed, baseline, totals=positions)
+    figure = table(positions, ranks, baseline)
+    box_table = table(box_positions, BOX_RANKS, BOX_BASELINE)
+    drop_rows = list(drops.dicts())
+    shown = {"Figure 3": figure, f"box subset against {BOX_BASELINE}": box_table}
     return ExperimentReport(
         baseline=baseline,
-        figure3=table(positions, ranks, baseline),
-        box=table(box_positions, BOX_RANKS, BOX_BASELINE),
+        figure3=figure,
+        box=box_table,
         shares=with_share_intervals(
             element_share_rows(element_totals(elements)) if elements is not None else [],
             table(elements, 5, baseline),
         ),
-        drops=list(drops.dicts()),
+        drops=drop_rows,
         intervals=intervals,
         reweighting=reweighting,
         unweighted=table(positions, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
         subset_bounds=query.subset_bounds(),
+        warnings=report_warnings(shown, drop_rows, allocation, reweighting),
+        planted=planted,
     )
 
 
@@ -225,4 +243,6 @@ def report_json(report: ExperimentReport) -> dict[str, Any]:
         "unweighted_arms": flatten(report.unweighted) if report.unweighted is not None else None,
         "subset_bounds": report.subset_bounds,
         "markets": report.markets,
+        "warnings": report.warnings,
+        "planted": report.planted,
     }
