@@ -8,8 +8,8 @@ export const WIDE = 1200; // SVG width of charts in full-width panels (scaled do
 const frame = (width, height) => ({ class: "chart", viewBox: `0 0 ${width} ${height}`, width, height, role: "img" });
 
 // The y range of bars with whiskers: [low, high] over values and interval ends, 0 included;
-// `symmetric` centres it on 0 (gaps).
-export function barRange(series, symmetric) {
+// `symmetric` centres it on 0 (gaps); `floor` (a CTR's 0) is the lowest it goes.
+export function barRange(series, symmetric, floor = -Infinity) {
   let lo = 0;
   let hi = 0;
   for (const sr of series) {
@@ -26,17 +26,19 @@ export function barRange(series, symmetric) {
     const a = Math.max(Math.abs(lo), Math.abs(hi), 0.01);
     return [-a, a];
   }
-  return [lo, hi];
+  return [Math.max(lo, floor), hi];
 }
 
 // Grouped bars with CI whiskers: groups along x, one bar per series in each group. A
 // series is {name, color, values}, values one {value, ci_low, ci_high} (or null) per group.
-export function barChart({ groups, series, symmetric = false, yLabel = "", width = 720, height = 240 }) {
+// `floor`: nothing is drawn below it (a CTR's axis starts at 0, whiskers stop there).
+export function barChart({ groups, series, symmetric = false, yLabel = "", width = 720, height = 240, floor = -Infinity }) {
   const m = { l: 52, r: 10, t: 10, b: 30 };
   const pw = width - m.l - m.r;
   const ph = height - m.t - m.b;
-  const [lo, hi] = barRange(series, symmetric);
-  const [y0, y1, step] = niceDomain(lo, hi || 0.1);
+  const [lo, hi] = barRange(series, symmetric, floor);
+  const [d0, y1, step] = niceDomain(lo, hi || 0.1);
+  const y0 = Math.max(d0, floor);
   const y = (v) => m.t + ph - ((v - y0) / (y1 - y0)) * ph;
   const decimals = Math.max(0, Math.ceil(-Math.log10(step) - 1e-9));
   const out = [];
@@ -64,8 +66,9 @@ export function barChart({ groups, series, symmetric = false, yLabel = "", width
       if (v.ci_low !== null && v.ci_high !== null && v.ci_low !== undefined) {
         const cx = x + bw / 2;
         const cap = Math.min(bw / 4, 4);
-        out.push(s("line", { class: "whisker", x1: cx, x2: cx, y1: y(v.ci_low), y2: y(v.ci_high) }));
-        out.push(s("line", { class: "whisker", x1: cx - cap, x2: cx + cap, y1: y(v.ci_low), y2: y(v.ci_low) }));
+        const low = Math.max(v.ci_low, floor);
+        out.push(s("line", { class: "whisker", x1: cx, x2: cx, y1: y(low), y2: y(v.ci_high) }));
+        out.push(s("line", { class: "whisker", x1: cx - cap, x2: cx + cap, y1: y(low), y2: y(low) }));
         out.push(s("line", { class: "whisker", x1: cx - cap, x2: cx + cap, y1: y(v.ci_high), y2: y(v.ci_high) }));
       }
     });

@@ -18,9 +18,12 @@ export function build(doc, v) {
 }
 
 // Draw a panel (view.panel) into the section `id`: its nodes, or its empty note when it
-// has no rows; data-rows, data-state (ready or empty) and its data-* attributes.
+// has no rows; data-rows, data-state (ready or empty) and its data-* attributes; and its
+// `title`, when it has one, into the heading's .title (what the panel shows depends on the answer).
 export function setPanel(doc, id, p) {
   const section = doc.getElementById(id);
+  const title = p.title ? section.querySelector(".title") : null;
+  if (title) title.textContent = p.title;
   const body = section.querySelector(".body");
   body.replaceChildren();
   section.dataset.rows = String(p.rows);

@@ -35,8 +35,29 @@ export const WEIGHTED_FIGURE3_FIELDS = ["arms"];
 /** The fields of an arm of `weighted.figure3.arms` (Figure3Arm) the gap panel reads. */
 export const WEIGHTED_ROW_FIELDS = ["arm", "ctr", "delta"];
 
-/** The fields of the experiment answer (BoardExperimentPanel) the CTR panel reads. */
-export const CTR_ANSWER_FIELDS = ["figure3"];
+/** The fields of the experiment answer (BoardExperimentPanel) the CTR panel reads:
+ * `intervals` names the method in its title, `warnings` ({code, message}) are shown under it. */
+export const CTR_ANSWER_FIELDS = ["figure3", "intervals", "warnings"];
+
+/** What each kind of interval is called in titles and headers: [in words, short]. */
+export const INTERVAL_NAMES = {
+  bootstrap: ["95% clustered-bootstrap CI", "95% CI"],
+  sequential: ["95% confidence sequence", "95% CS"],
+};
+
+const intervalName = (intervals, short) => (INTERVAL_NAMES[intervals] || ["95% interval", "95%"])[short ? 1 : 0];
+
+// The CTR panel's title: the method of the intervals the answer carries (issue 37: it said
+// "clustered-bootstrap CI" over confidence sequences).
+export function ctrTitle(intervals) {
+  return `CTR per position by arm, ${intervalName(intervals, false)}`;
+}
+
+// The report's warnings (SRM of the selection, reweighting that raked nobody, arms too thin
+// for an interval), one note each.
+export function warningNotes(warnings) {
+  return (warnings || []).map((w) => note(`Warning: ${w.message}`, { class: "note warning", "data-warning": w.code }));
+}
 
 /** The fields of the experiment answer (BoardExperimentPanel) the gap panel reads. */
 export const GAP_ANSWER_FIELDS = ["figure3", "weighted", ...DECISION_FIELDS];
@@ -47,6 +68,7 @@ function figure3(answer) {
 
 // Figure 3, CTR: bars with whiskers per position and arm, and the table under them.
 export function ctrPanel(answer) {
+  const d = pick(answer, CTR_ANSWER_FIELDS, "");
   const f3 = figure3(answer);
   const arms = pickEach(f3.arms, FIGURE3_ROW_FIELDS, "figure3.arms").map((a, i) =>
     pick({ ...a, ctr: estimates(a.ctr, `figure3.arms[${i}].ctr`) }, FIGURE3_ROW_FIELDS, `figure3.arms[${i}]`),
@@ -54,13 +76,13 @@ export function ctrPanel(answer) {
   const cols = positions(f3.ranks);
   const colors = armColors(arms.map((a) => a.arm));
   const series = arms.map((a) => ({ name: a.arm, color: colors[a.arm], values: a.ctr }));
-  return panel(
+  const drawn = panel(
     arms.length,
     [
       legend(arms.map((a) => [a.arm, colors[a.arm]])),
-      barChart({ groups: cols, series, yLabel: "CTR", width: WIDE }),
+      barChart({ groups: cols, series, yLabel: "CTR", width: WIDE, floor: 0 }),
       dataTable(
-        ["arm", "units", "installs", ...cols.map((p) => `CTR ${p} [95% CI]`)],
+        ["arm", "units", "installs", ...cols.map((p) => `CTR ${p} [${intervalName(d.intervals, true)}]`)],
         arms.map((a) =>
           h(
             "tr",
@@ -72,9 +94,11 @@ export function ctrPanel(answer) {
           ),
         ),
       ),
+      warningNotes(d.warnings),
     ],
     "No units after preprocessing yet.",
   );
+  return { ...drawn, title: ctrTitle(d.intervals) };
 }
 
 // The reweighted Figure 3 as one line per arm (CTR c1 and δ c1), after a summary line.
@@ -117,12 +141,13 @@ export function gapPanel(answer) {
     .filter((a) => a.delta.length);
   const cols = positions(f3.ranks);
   const shown = Math.min(3, f3.ranks);
+  const ci = intervalName(d.intervals, true);
   const series = arms.map((a) => ({ name: a.arm, color: colors[a.arm], values: a.delta }));
   const nodes = [
     legend(arms.map((a) => [a.arm, colors[a.arm]])),
     barChart({ groups: cols, series, symmetric: true, yLabel: "δ = CTR − CTR(control)", width: WIDE }),
     dataTable(
-      ["arm", ...cols.slice(0, shown).map((p) => `δ ${p} [95% CI]`), ...cols.slice(0, shown).map((p) => `β ${p} [95% CI]`)],
+      ["arm", ...cols.slice(0, shown).map((p) => `δ ${p} [${ci}]`), ...cols.slice(0, shown).map((p) => `β ${p} [${ci}]`)],
       arms.map((a) =>
         h(
           "tr",

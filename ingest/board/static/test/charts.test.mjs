@@ -11,6 +11,7 @@ test("the bar range covers values and interval ends, and holds 0", () => {
   assert.deepEqual(barRange(series, false), [-0.02, 0.4]);
   assert.deepEqual(barRange(series, true), [-0.4, 0.4]);
   assert.deepEqual(barRange([], true), [-0.01, 0.01]);
+  assert.deepEqual(barRange(series, false, 0), [0, 0.4]); // a CTR's axis: nothing below 0
 });
 
 test("a bar per value, whiskers only where there is an interval", () => {

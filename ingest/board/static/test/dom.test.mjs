@@ -31,6 +31,21 @@ test("a panel with rows is ready with its nodes; without, empty with its note", 
   assert.equal(html(el.querySelector(".body")), '<div class="body"><p class="note">No units and no allocation yet.</p></div>');
 });
 
+test("a panel with a title sets its heading's .title, and only that", () => {
+  const doc = new FakeDocument();
+  const el = section(doc, "panel-ctr");
+  const h3 = doc.createElement("h3");
+  const title = doc.createElement("span");
+  title.setAttribute("class", "title");
+  title.textContent = "CTR per position by arm, with 95% intervals";
+  h3.appendChild(title);
+  el.prepend(h3);
+  setPanel(doc, "panel-ctr", { ...panel(1, [h("p", { text: "a" })], "none"), title: "CTR per position by arm, 95% confidence sequence" });
+  assert.equal(title.textContent, "CTR per position by arm, 95% confidence sequence");
+  setPanel(doc, "panel-ctr", panel(0, [], "none")); // no title: the heading stays
+  assert.equal(title.textContent, "CTR per position by arm, 95% confidence sequence");
+});
+
 test("an answer missing a listed field leaves the panels as drawn, marked 'could not refresh'", () => {
   const doc = new FakeDocument();
   const ids = ["panel-ctr", "panel-gap"];

@@ -156,7 +156,32 @@ test("Figure 3, CTR: a row per arm, a cell per position with its value and inter
   assert.deepEqual(c["swap_1_2/ctr_c3"], { text: "0.081", value: "0.081", ci: "" }); // no interval yet
   assert.equal(c["swap_1_2/installs"].value, "38");
   assert.ok(barTitles(ctr).includes("control c2: 0.151 [0.137, 0.166]"));
-  assert.match(panelText(ctr), /CTR c3 \[95% CI\]/);
+  assert.match(panelText(ctr), /CTR c3 \[95% CS\]/); // the fixture's intervals are sequential
+});
+
+test("Figure 3, CTR: the title names the intervals shown, and the report's warnings are under it", () => {
+  const answer = fixture("experiment");
+  const ctr = experimentViews(answer).panels["panel-ctr"];
+  assert.equal(ctr.title, "CTR per position by arm, 95% confidence sequence");
+  const boot = experimentViews({ ...answer, intervals: "bootstrap" }).panels;
+  assert.equal(boot["panel-ctr"].title, "CTR per position by arm, 95% clustered-bootstrap CI");
+  assert.match(panelText(boot["panel-ctr"]), /CTR c1 \[95% CI\]/);
+  assert.match(panelText(boot["panel-gap"]), /δ c1 \[95% CI\]/);
+  const notes = ctr.nodes.flatMap((n) => findAll(n, (v) => v.attrs["data-warning"] !== undefined));
+  assert.deepEqual(notes.map((n) => [n.attrs["data-warning"], textOf(n)]), [["too_few_units", `Warning: ${answer.warnings[0].message}`]]);
+  assert.equal(experimentViews({ ...answer, warnings: [] }).panels["panel-ctr"].nodes.flatMap((n) => findAll(n, (v) => v.attrs["data-warning"] !== undefined)).length, 0);
+});
+
+test("Figure 3, CTR: the axis starts at 0 whatever an interval says", () => {
+  const answer = fixture("experiment");
+  answer.figure3.arms[0].ctr[0] = { value: 0.333, ci_low: -4.048, ci_high: 0.9 }; // as an old answer could
+  const ctr = experimentViews(answer).panels["panel-ctr"];
+  const svg = ctr.nodes.flatMap((n) => findAll(n, (v) => v.tag === "svg" && v.attrs.class === "chart"))[0];
+  const ticks = findAll(svg, (v) => v.tag === "text" && /^-?[0-9.]+$/.test(v.attrs.text ?? "")).map((t) => Number(t.attrs.text));
+  assert.equal(Math.min(...ticks), 0);
+  const zero = findAll(svg, (v) => v.tag === "line" && v.attrs.class === "zero")[0].attrs.y1;
+  const whiskers = findAll(svg, (v) => v.tag === "line" && v.attrs.class === "whisker");
+  assert.ok(whiskers.every((w) => w.attrs.y1 <= zero + 1e-9 && w.attrs.y2 <= zero + 1e-9), "no whisker below 0");
 });
 
 test("Figure 3, gaps: δ and β of the first three positions for arms with a gap", () => {
