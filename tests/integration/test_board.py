@@ -374,6 +374,16 @@ READINGS = {
     "nmi_rounds": f"Number({panel_data('panel-nmi', 'rows')})",
     "pers_rows": f"Number({panel_data('panel-pers', 'rows')})",
     "alert_kinds": f"{all_of('#panel-alerts li')}.map(li => li.dataset.kind)",
+    "ctr_title": "document.querySelector('#panel-ctr h3 .title').textContent",
+    "ctr_ticks": f"{all_of('#panel-ctr svg.chart > text')}.map(t => Number(t.textContent))"
+    ".filter(x => !Number.isNaN(x))",
+    "ctr_whiskers_below_zero": (
+        "(() => { const zero = document.querySelector('#panel-ctr svg.chart line.zero');"
+        " const y0 = Number(zero.getAttribute('y1'));"
+        f" return {all_of('#panel-ctr svg.chart line.whisker')}"
+        ".filter(w => Math.max(Number(w.getAttribute('y1')), Number(w.getAttribute('y2'))) > y0 + 1e-6)"
+        ".length; })()"
+    ),
 }
 
 
@@ -420,6 +430,11 @@ async def test_board_shows_clickhouse_numbers_and_updates_live(study: Service, b
     kept = sum(d["all_units"] - d["burn_in_dropped"] - d["unidentified_dropped"] for d in drops)
     assert int(shown["kept"]) == kept == sum(a["units"] for a in report["arms"])
     assert int(shown["srm_units"]) == control["units"] and shown["srm_status"] == "ok"
+    # The title names the intervals drawn (the board's default: confidence sequences), and
+    # the CTR axis and whiskers stay at or above 0 (issue 37).
+    assert shown["ctr_title"] == "CTR per position by arm, 95% confidence sequence"
+    assert shown["ctr_ticks"] and min(shown["ctr_ticks"]) == 0
+    assert shown["ctr_whiskers_below_zero"] == 0
 
     figure5 = await asyncio.to_thread(
         report_json, svc, EXP, "--subset", "box", "--baseline", "hide_ads_box", "--ranks", "3"
