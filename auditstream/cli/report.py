@@ -71,6 +71,16 @@ UnitMode = Annotated[
     ),
 ]
 Seed = Annotated[int, typer.Option(help="Bootstrap seed (200 replicates)")]
+ReportFormat = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="table, json or csv. csv is long: one row per table, market, arm, quantity and "
+        "rank (value, ci_low, ci_high, planted), every table of the JSON (CTR, delta, beta, box "
+        "subset, unweighted, element shares, preprocessing, markets, decisions, warnings)",
+    ),
+]
+"""``report experiment --format``: its CSV is the long table of ``studies/arrangement/long_form.py``."""
 
 
 def as_dicts(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -155,25 +165,14 @@ def experiment(
     ] = False,
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKeyOpt = None,
-    format: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            help="table, json or csv. csv is long: one row per table, market, arm, quantity and "
-            "rank (value, ci_low, ci_high, planted), every table of the JSON (CTR, delta, beta, box "
-            "subset, unweighted, element shares, preprocessing, markets, decisions, warnings)",
-        ),
-    ] = "table",
+    format: ReportFormat = "table",
 ) -> None:
     """CTR per position and arm, gap and distortion against control, with 95% intervals
     (clustered bootstrap, or confidence sequences with --intervals sequential).
 
-    Computed by the service (POST /v1/reports/experiment) from its per-install statistics.
-    CTR and share intervals are cut to [0, 1], delta's to [-1, 1], beta's to at most 1; an
-    arm with fewer than 10 units or 2 installs has none. Warnings (SRM of the selection, a
-    reweighting that raked nobody, thin arms) follow the tables; a simulated study's planted
-    values are printed beside the estimates.
-    """
+    Computed by the service (POST /v1/reports/experiment). Intervals are cut to their range
+    (CTR [0, 1], delta [-1, 1], beta <= 1), arms under 10 units or 2 installs have none;
+    warnings follow the tables, planted values (simulations) follow the estimates."""
     body = {name: value for name, value in locals().items() if name in REPORT_OPTIONS}
     _report_query(experiment_id, engine, burn_in_days, True, subset, since, until, unit_mode)  # exits 2
     body["targets"] = _targets(reweight) if reweight else None
