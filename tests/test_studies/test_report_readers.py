@@ -192,3 +192,21 @@ def test_the_table_prints_planted_values_decisions_and_warnings(capsys: pytest.C
     assert "(planted -0.190)" in out and "delta c2" not in out  # --ranks 1: one gap column each
     assert "decision, swap_1_2: delta c1 excluded zero first on 2026-10-02" in out
     assert "warning (unweighted): raked 0 of 0" in out
+
+
+def test_a_timelines_thin_windows_have_no_interval() -> None:
+    """The timeline's records follow the report's rule: a thin arm loses its intervals, a
+    thin baseline its gaps' and distortions' intervals; other records are the same objects."""
+    from studies.arrangement.read.timeline import without_thin_intervals
+
+    def record(arm: str, units: int, installs: int) -> dict:
+        estimates = {"ctr_c1": 0.5, "ctr_c1_ci_low": 0.4, "ctr_c1_ci_high": 0.6}
+        gaps = {"delta_c1": 0.1, "delta_c1_ci_low": 0.0, "delta_c1_ci_high": 0.2}
+        return {"arm": arm, "units": units, "installs": installs, **estimates, **gaps}
+
+    fine, lone = record("control", 40, 9), record("swap_1_2", 30, 1)
+    out = without_thin_intervals([fine, lone], "control")
+    assert out[0] is fine
+    assert out[1]["ctr_c1"] == 0.5 and out[1]["ctr_c1_ci_low"] is None and out[1]["delta_c1_ci_high"] is None
+    against_thin = without_thin_intervals([record("control", 5, 5), record("swap_1_2", 30, 9)], "control")
+    assert against_thin[1]["ctr_c1_ci_low"] == 0.4 and against_thin[1]["delta_c1_ci_low"] is None

@@ -22,6 +22,8 @@ import numpy as np
 
 from analytics.stats.arrangement import distortion, gap
 from analytics.stats.arrangement_table import (
+    MIN_INSTALLS,
+    MIN_UNITS,
     ArmRow,
     Estimate,
     PerInstallArrays,
@@ -70,10 +72,38 @@ async def run_timeline_records(
     report route's document): built straight from the arrays when the per-hour replicate
     sums answer (``records_from_hourly``)."""
     if reads_hourly(query, window_s, seed):
-        return records_from_hourly(await store.query_arrow(hourly_sql(query)), baseline)
-    return [
-        (start, flatten(table)) for start, table in await run_timeline(store, query, window_s, seed, baseline)
-    ]
+        windows = records_from_hourly(await store.query_arrow(hourly_sql(query)), baseline)
+    else:
+        timeline = await run_timeline(store, query, window_s, seed, baseline)
+        windows = [(start, flatten(table)) for start, table in timeline]
+    return [(start, without_thin_intervals(records, baseline)) for start, records in windows]
+
+
+_BOUND_SUFFIXES = ("_ci_low", "_ci_high")
+
+
+def without_thin_intervals(records: list[dict[str, Any]], baseline: str) -> list[dict[str, Any]]:
+    """A window's records with no interval where the report has none (``too_few``: fewer
+    than ``MIN_UNITS`` units or ``MIN_INSTALLS`` installs in the arm, or for gaps and
+    distortions in the baseline): a window of one install showed the bootstrap's
+    zero-width interval. Only thin records are touched (most windows of a long timeline
+    are not), so the fast path keeps its speed; its bootstrap intervals are in range already."""
+
+    def thin(record: dict[str, Any]) -> bool:
+        return record["units"] < MIN_UNITS or record["installs"] < MIN_INSTALLS
+
+    base = next((r for r in records if r["arm"] == baseline), None)
+    thin_base = base is None or thin(base)
+    out = []
+    for record in records:
+        mine = thin(record)
+        if mine or thin_base:
+            record = {
+                k: None if k.endswith(_BOUND_SUFFIXES) and (mine or not k.startswith("ctr_")) else v
+                for k, v in record.items()
+            }
+        out.append(record)
+    return out
 
 
 def reads_hourly(query: ReportQuery, window_s: int, seed: int) -> bool:
