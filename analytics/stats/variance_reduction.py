@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analytics.stats.bootstrap import replicate_weights
+
 STATISTICS = ("ctr", "delta", "beta")
 
 
@@ -238,15 +240,24 @@ def adjusted_table(
     return Table(plain, plain_se, adjusted, adjusted_se, sums, n_inst)
 
 
+def install_weight_rows(keys: np.ndarray, replicates: int = 200, seed: int = 0) -> np.ndarray:
+    """The service's Poisson(1) weights [install, replicate] as float64, in the order of
+    ``keys`` (``bootstrap.install_key`` of each row's install): taken from the shared
+    ``replicate_weights`` set, so a report that already bootstraps Figure 3 over the same
+    installs reuses its matrix and both tables see the same replicates."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    return replicate_weights(keys, replicates, seed)(keys)
+
+
 def replicates(
     units: np.ndarray, clicks: np.ndarray, weights: np.ndarray, table: Table, baseline: int = 0
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Bootstrap replicates [replicate, arm, rank] of every statistic, plain and adjusted,
-    from the install weights [install, replicate] (``bootstrap.weights_for_keys`` or a
-    ``ReplicateWeights`` set's rows): every replicate sum is one matrix product, and the
-    adjusted statistic is the plain one minus sum_i W_ib g_i / sum_i W_ib n_i with
-    ``table``'s control sums (theta, shrinkage and the beta coefficients fixed at the full
-    sample's)."""
+    from the install weights [install, replicate] (``install_weight_rows``).
+
+    Every replicate sum is one matrix product. The adjusted statistic is the plain one
+    minus sum_i W_ib g_i / sum_i W_ib n_i with ``table``'s control sums: theta, the
+    shrinkage and beta's coefficients stay at the full sample's values."""
     u, y = _arrays(units, clicks)
     a_n, k_n = y.shape[1], y.shape[2]
     wt = np.asarray(weights, dtype=np.float64).T  # [replicate, install]

@@ -127,3 +127,12 @@ def test_bad_input() -> None:
         vr.control_variates(np.ones((2, 2)), np.ones((2, 3, 1)), np.ones(2))
     with pytest.raises(ValueError):
         vr.adjusted_table(np.ones((2, 2)), np.ones((2, 2, 1)), np.ones(2), theta="nope")
+
+
+def test_install_weight_rows_are_the_services_weights() -> None:
+    from analytics.stats.bootstrap import weights_for_keys
+
+    keys = np.array([9, 3, 7], dtype=np.uint64)
+    rows = vr.install_weight_rows(keys, 50, seed=2)
+    assert rows.shape == (3, 50) and rows.dtype == np.float64
+    np.testing.assert_array_equal(rows, weights_for_keys(keys, 50, 2).astype(np.float64))
