@@ -15,10 +15,12 @@ Two estimators of the gap delta (and the distortion beta):
   pooled CTR at rank r over all its other queries (leave-one-out, computable from the
   per-install sums), it carries the install's own click propensity, which is the part of
   the ratio estimator's noise that has nothing to do with the arm. The estimate is the
-  plain ratio statistic minus theta' (mean control variates), theta the regression
-  (CUPED) coefficient of the plain influence on the control variates across installs. The
-  estimand is unchanged (the pooled, units-weighted CTR difference); the bias is the
-  O(1/installs) of estimating theta. Caveat: repeated queries of one install share an
+  plain ratio statistic minus the mean control variate of the centred covariate, shrunk
+  per install by its reliability, with coefficient theta = 1: nothing is estimated by
+  regression, so the estimate stays unbiased and pays no small-sample price (CUPED's
+  regression coefficients are an option, theta="regression"; at the paper's 85 installs
+  they cost more than they gained). The estimand is unchanged (the pooled,
+  units-weighted CTR difference). Caveat: repeated queries of one install share an
   arm (the hash is of install and query), so x_{-q} contains repeats of q under q's arm;
   with effects, this makes the control variates' mean sum_i tau_i P_i / sum_i n_i instead
   of 0 (P_i: ordered pairs of units of a same query over n_i - 1). The simulator has no
@@ -33,9 +35,14 @@ Two estimators of the gap delta (and the distortion beta):
 
 Intervals for both: an influence-function (sandwich) SE, and the clustered Poisson
 bootstrap with the service's weights (``analytics/stats/bootstrap.py``), each install's
-columns multiplied by its weight in every replicate. The bootstrap keeps theta and the
-beta coefficients fixed at the full-sample values (their estimation error is
-O(1/installs), below the sampling error the interval is about).
+columns multiplied by its weight in every replicate. The bootstrap keeps theta, the
+shrinkage and the beta coefficients fixed at the full-sample values (their estimation
+error is O(1/installs), below the sampling error the interval is about).
+
+What it gains is bounded: the pooled gap already cancels an install's level in its
+largest term, so the width ratio is at best sqrt(1 - ICC), and nearer 1 when installs'
+own gaps differ (docs/variance-reduction.md; 0.93 in A/A and 1.00 with the planted
+effects in the paper's world, bench/README.md, "Issue 38").
 """
 
 from __future__ import annotations
