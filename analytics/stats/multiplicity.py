@@ -126,11 +126,13 @@ def percentile_intervals(replicates: np.ndarray, level: float, m: int = 1) -> tu
 
 
 def normal_intervals(
-    estimate: np.ndarray, se: np.ndarray, level: float, m: int = 1
+    estimate: np.ndarray, se: np.ndarray, level: float, m: int = 1, df: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """estimate +- z se at the Bonferroni level of a family of m: the simultaneous interval
-    that does not need thousands of replicates in its tails."""
-    z = float(norm.ppf(1 - (1 - bonferroni_level(level, m)) / 2))
+    that does not need thousands of replicates in its tails. With ``df``, Student's t
+    quantile instead of z (as ``bootstrap_p_values(..., df)``)."""
+    tail = (1 - bonferroni_level(level, m)) / 2
+    z = float(norm.isf(tail) if df is None else student_t.isf(tail, df))
     est, s = np.asarray(estimate, dtype=np.float64), np.asarray(se, dtype=np.float64)
     return est - z * s, est + z * s
 
@@ -161,9 +163,11 @@ class HolmReport:
 
 
 def holm_report(
-    estimate: np.ndarray, se: np.ndarray, p_values: np.ndarray, alpha: float = 0.05
+    estimate: np.ndarray, se: np.ndarray, p_values: np.ndarray, alpha: float = 0.05, df: int | None = None
 ) -> HolmReport:
-    """``HolmReport`` from point estimates, SEs and p-values of one family (same shapes)."""
+    """``HolmReport`` from point estimates, SEs and p-values of one family (same shapes).
+    The decisions and intervals agree as the class says when the p-values come from the
+    same estimates and SEs with the same reference (``df``: None for normal, else t)."""
     p, ok = _family(p_values)
     adjusted = holm(p)
     rejected = np.where(ok, adjusted <= alpha, False)
@@ -173,7 +177,7 @@ def holm_report(
         ranks = np.empty(m)
         ranks[np.argsort(p[ok], kind="stable")] = np.arange(1, m + 1)
         step[ok] = 1 - alpha / (m - ranks + 1)
-    low, high = normal_intervals(estimate, se, 1 - alpha, max(m, 1))
+    low, high = normal_intervals(estimate, se, 1 - alpha, max(m, 1), df)
     lags = rejected & (low <= 0) & (high >= 0)
     return HolmReport(adjusted, rejected, step, low, high, lags)
 
@@ -197,16 +201,17 @@ class FcrIntervals:
 
 
 def bh_fcr_intervals(
-    estimate: np.ndarray, se: np.ndarray, p_values: np.ndarray, alpha: float = 0.05
+    estimate: np.ndarray, se: np.ndarray, p_values: np.ndarray, alpha: float = 0.05, df: int | None = None
 ) -> FcrIntervals:
-    """BH selection at ``alpha`` and the FCR-adjusted normal intervals of the selected (the
-    BY 2005 pairing: BH at q selects exactly the hypotheses whose 1 - R q/m intervals
-    exclude 0, so the intervals and the selection agree)."""
+    """BH selection at ``alpha`` and the FCR-adjusted normal (``df``: t) intervals of the
+    selected (the BY 2005 pairing: BH at q selects exactly the hypotheses whose 1 - R q/m
+    intervals exclude 0, when the p-values come from the same estimates, SEs and
+    reference, so the intervals and the selection agree)."""
     p, ok = _family(p_values)
     selected = np.where(ok, benjamini_hochberg(p) <= alpha, False)
     m, r = int(ok.sum()), int(selected.sum())
     level = fcr_level(1 - alpha, r, max(m, 1))
-    low, high = normal_intervals(estimate, se, level) if r else (np.full(p.shape, np.nan),) * 2
+    low, high = normal_intervals(estimate, se, level, 1, df) if r else (np.full(p.shape, np.nan),) * 2
     low = np.where(selected, low, np.nan)
     high = np.where(selected, high, np.nan)
     return FcrIntervals(selected, level, low, high)

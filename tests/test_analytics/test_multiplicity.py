@@ -104,3 +104,18 @@ def test_fcr_intervals_exclude_zero_exactly_for_the_selected() -> None:
     sel = out.selected
     assert ((out.low[sel] > 0) | (out.high[sel] < 0)).all()
     assert np.isnan(out.low[~sel]).all()
+
+
+def test_t_reference_agrees_between_p_values_and_intervals() -> None:
+    from scipy.stats import t as student_t
+
+    est = np.array([3.2, 2.9, 0.4, 2.5])
+    se = np.ones(4)
+    p = 2 * student_t.sf(np.abs(est), 20)
+    report = mc.holm_report(est, se, p, df=20)
+    off = (report.low > 0) | (report.high < 0)
+    assert report.rejected[off].all()
+    lo, hi = mc.normal_intervals(np.zeros(1), np.ones(1), 0.95, df=20)
+    assert hi[0] == pytest.approx(float(student_t.ppf(0.975, 20))) and lo[0] == pytest.approx(-hi[0])
+    out = mc.bh_fcr_intervals(est, se, p, df=20)
+    assert ((out.low[out.selected] > 0) | (out.high[out.selected] < 0)).all()
