@@ -23,6 +23,7 @@ from matplotlib.figure import Figure as MplFigure
 matplotlib.rcParams.update(
     {
         "svg.hashsalt": "auditstream-figures",
+        "svg.fonttype": "none",  # text stays text: searchable, and a test can find the legends
         "font.size": 8,
         "axes.titlesize": 8,
         "axes.labelsize": 8,
