@@ -288,6 +288,18 @@ def associations(study: str, answers: dict[str, Any]) -> Figure:
     )
 
 
+FIGURES = {
+    "figure2_depth": depth,
+    "figure3_degrees": degrees,
+    "figure4_lengths": lengths,
+    "figure5_churn": churn,
+    "figure6_survival": survival,
+    "figure7_nmi": nmi,
+    "figure9_associations": associations,
+}
+"""Each figure's file name and the function that draws it."""
+
+
 def draw(study: str, answers: dict[str, Any]) -> list[Figure]:
     """Every RAI figure from ``sources.gather(sources.autocomplete(prefix), ...)``."""
-    return [f(study, answers) for f in (depth, degrees, lengths, churn, survival, nmi, associations)]
+    return [f(study, answers) for f in FIGURES.values()]

@@ -223,6 +223,16 @@ def rank1(study: str, answers: dict[str, Any]) -> Figure:
     )
 
 
+FIGURES = {
+    "figure5_15_by_rank": by_rank,
+    "figures6_11_by_treatment": by_treatment,
+    "figures12_13_consistency": consistency,
+    "figure14_by_category": by_category,
+    "figure16_rank1": rank1,
+}
+"""Each figure's file name and the function that draws it."""
+
+
 def draw(study: str, answers: dict[str, Any]) -> list[Figure]:
     """Every Hannak figure from ``sources.gather(sources.personalization(study), ...)``."""
-    return [f(study, answers) for f in (by_rank, by_treatment, consistency, by_category, rank1)]
+    return [f(study, answers) for f in FIGURES.values()]

@@ -320,25 +320,61 @@ def figure9(study: str, age: dict[str, Any], languages: dict[str, Any]) -> Figur
 
 def draw(config: dict[str, Any], answers: dict[str, Any]) -> list[Figure]:
     """Every Powermeter figure from ``sources.gather(sources.powermeter(config), ...)``."""
-    study, engine = config["experiment_id"], focus_engine(config)
-    engine_arms = config.get("engine_arms") or {}
-    out = [
-        figure3(study, e, answers[f"{e}/all"], list(engine_arms.get(e) or config["arms"]))
-        for e in config["engines"]
+    return [draw_one(name, config, answers) for name in names(config)]
+
+
+def names(config: dict[str, Any]) -> list[str]:
+    """The figures of a registered experiment: Figure 3 per engine, then 4-6, 8 and 9."""
+    return [
+        *(f"figure3_{e}" for e in config["engines"]),
+        "figure4",
+        "figure5",
+        "figure6",
+        "figure8",
+        "figure9",
     ]
+
+
+def _arms_of(config: dict[str, Any], engine: str) -> list[str]:
+    """The arms an engine runs: its ``engine_arms``, else every registered arm."""
+    return list((config.get("engine_arms") or {}).get(engine) or config["arms"])
+
+
+def _figure4(config: dict[str, Any], answers: dict[str, Any]) -> Figure:
+    engine = focus_engine(config)
     ads = answers[f"{engine}/{ADS_SUBSET}"]
     ads_title = "with Ads" if ads is None or not ads.get("fallback_from") else "with Ads, no Box"
-    out.append(figure4(study, [answers[f"{engine}/all"], ads, answers[f"{engine}/box@hide_box"]],
-                       [f"{engine} queries", f"{engine} queries {ads_title}",
-                        f"{engine} queries with Box"]))  # fmt: skip
-    out.append(figure5(study, answers[f"{engine}/box@hide_box"]))
-    out.append(
-        figure6(
-            study,
-            [answers[f"{engine}/{s}"] for s in FIGURE6_SPLITS],
-            [answers[f"{engine}/{q}"] for q in QUINTILES],
-        )
-    )
-    out.append(figure8(study, answers["pages"]))
-    out.append(figure9(study, answers["age"], answers["languages"]))
-    return out
+    reports = [answers[f"{engine}/all"], ads, answers[f"{engine}/box@hide_box"]]
+    titles = [f"{engine} queries", f"{engine} queries {ads_title}", f"{engine} queries with Box"]
+    return figure4(config["experiment_id"], reports, titles)
+
+
+def needed(name: str, config: dict[str, Any]) -> set[str] | None:
+    """The answer keys one figure reads (``None``: no such figure), so the board asks only
+    those for the one figure it shows."""
+    engine = focus_engine(config)
+    keys: dict[str, set[str]] = {f"figure3_{e}": {f"{e}/all"} for e in config["engines"]}
+    keys["figure4"] = {f"{engine}/all", f"{engine}/{ADS_SUBSET}", f"{engine}/box@hide_box"}
+    keys["figure5"] = {f"{engine}/box@hide_box"}
+    keys["figure6"] = {f"{engine}/{s}" for s in (*FIGURE6_SPLITS, *QUINTILES)}
+    keys["figure8"] = {"pages"}
+    keys["figure9"] = {"age", "languages"}
+    return keys.get(name)
+
+
+def draw_one(name: str, config: dict[str, Any], answers: dict[str, Any]) -> Figure:
+    """One figure from the answers ``needed`` names."""
+    study, engine = config["experiment_id"], focus_engine(config)
+    if name.startswith("figure3_"):
+        chosen = name.removeprefix("figure3_")
+        return figure3(study, chosen, answers[f"{chosen}/all"], _arms_of(config, chosen))
+    if name == "figure4":
+        return _figure4(config, answers)
+    if name == "figure5":
+        return figure5(study, answers[f"{engine}/box@hide_box"])
+    if name == "figure6":
+        splits = [answers[f"{engine}/{s}"] for s in FIGURE6_SPLITS]
+        return figure6(study, splits, [answers[f"{engine}/{q}"] for q in QUINTILES])
+    if name == "figure8":
+        return figure8(study, answers["pages"])
+    return figure9(study, answers["age"], answers["languages"])

@@ -11,7 +11,7 @@ the whole run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ class Need:
 
 
 Ask = Callable[[str, dict[str, Any]], Any]
+AsyncAsk = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 def report(experiment_id: str, engine: str, subset: str = "all", baseline: str = "control") -> Need:
@@ -151,14 +152,45 @@ def gather(needs: list[Need], ask: Ask, done: Callable[[Need], None] | None = No
 
 def _one(need: Need, ask: Ask) -> Any:
     try:
-        answer = ask(need.path, need.asked)
+        return _settled(need, ask(need.path, need.asked))
     except Refused as exc:
-        if exc.status == 400 and need.fallback is not None:
-            fallback = _one(need.fallback, ask)
-            return None if fallback is None else {**fallback, "fallback_from": need.asked.get("subset")}
-        if exc.status == 404 and need.path == REPORT:
-            return None
-        raise
+        if _falls_back(need, exc):
+            return _fell_back(need, _one(need.fallback, ask))  # type: ignore[arg-type]
+        return None if _no_units(need, exc) else _raise(exc)
+
+
+async def agather(needs: list[Need], ask: AsyncAsk) -> dict[str, Any]:
+    """``gather`` for an asynchronous ``ask`` (the board's compute and store)."""
+    return {need.key: await _aone(need, ask) for need in needs}
+
+
+async def _aone(need: Need, ask: AsyncAsk) -> Any:
+    try:
+        return _settled(need, await ask(need.path, need.asked))
+    except Refused as exc:
+        if _falls_back(need, exc):
+            return _fell_back(need, await _aone(need.fallback, ask))  # type: ignore[arg-type]
+        return None if _no_units(need, exc) else _raise(exc)
+
+
+def _falls_back(need: Need, exc: Refused) -> bool:
+    return exc.status == 400 and need.fallback is not None
+
+
+def _no_units(need: Need, exc: Refused) -> bool:
+    return exc.status == 404 and need.path == REPORT
+
+
+def _raise(exc: Refused) -> Any:
+    raise exc
+
+
+def _fell_back(need: Need, answer: Any) -> Any:
+    return None if answer is None else {**answer, "fallback_from": need.asked.get("subset")}
+
+
+def _settled(need: Need, answer: Any) -> Any:
+    """An answer with the request it answered; a statement's rows as dicts."""
     if need.path == SQL:
         rows = [dict(zip(answer["columns"], row, strict=True)) for row in answer["rows"]]
         return {"request": need.asked, "rows": rows}
