@@ -35,7 +35,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "figures": frozenset({"core", "schemas", "analytics", "studies"}),
     "streams": frozenset({"core", "schemas", "analytics", "studies"}),
     "collectors": frozenset({"core", "schemas", "analytics"}),
-    "ingest": frozenset({"core", "schemas", "analytics", "studies", "figures", "streams"}),  # streams: bulk import only
+    # streams: bulk import only; figures: the board's figure route
+    "ingest": frozenset({"core", "schemas", "analytics", "studies", "figures", "streams"}),
     "supervisor": frozenset({"core", "schemas", "ingest"}),
     "auditstream": frozenset(PROJECT) - {"auditstream"},
 }
