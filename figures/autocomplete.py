@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from matplotlib.ticker import NullFormatter
+
 from figures import caption
+from figures.bars import same_y
 from figures.render import Figure, new_figure
-from figures.tables import by, colour, empty, rows_of
+from figures.tables import by, colour, empty, integer_x, rows_of
 
 METHOD = "Trimmed networks (the paper's: emergent roots dropped); means over crawls and roots, no intervals"
 
@@ -48,6 +51,7 @@ def depth(study: str, answers: dict[str, Any]) -> Figure:
                 color=colour(engine, i),
                 label=engine,
             )
+        integer_x(ax, [r["depth"] for r in section["rows"]])
         ax.set_xlabel("depth")
         ax.legend(frameon=False)
     axes[0].set_ylabel("mean nodes")
@@ -89,6 +93,7 @@ def degrees(study: str, answers: dict[str, Any]) -> Figure:
             )
             if degree == "k_out" and engine in most:
                 ax.axvline(most[engine], color=colour(engine, i), linewidth=0.8, linestyle=":")
+        integer_x(ax, [r["k"] for r in chosen["rows"]])
         ax.set_xlabel(f"$k_{{{degree[2:]}}}$")
         ax.set_ylabel(f"P($k_{{{degree[2:]}}}$ = k)")
         ax.legend(frameon=False)
@@ -127,6 +132,8 @@ def lengths(study: str, answers: dict[str, Any]) -> Figure:
         for i, (engine, rows) in enumerate(engines.items()):
             xs = [r["value"] + (i - (len(engines) - 1) / 2) * width for r in rows]
             ax.bar(xs, [r["share"] for r in rows], width, color=colour(engine, i), label=engine)
+        integer_x(ax, [r["value"] for r in chosen["rows"]])
+        same_y(ax)
         ax.set_xlabel(label)
         ax.set_ylabel("share")
         ax.legend(frameon=False)
@@ -187,6 +194,8 @@ def survival(study: str, answers: dict[str, Any]) -> Figure:
         for i, (engine, rows) in enumerate(engines.items()):
             xs = [r["days"] + (i - (len(engines) - 1) / 2) * width for r in rows]
             ax.bar(xs, [r["share"] for r in rows], width, color=colour(engine, i), label=engine)
+        integer_x(ax, [r["days"] for r in section["rows"]])
+        same_y(ax)
         ax.set_xlabel("days seen (last: that many or more)")
         ax.set_ylabel("share of suggestions")
         ax.legend(frameon=False)
@@ -267,6 +276,7 @@ def associations(study: str, answers: dict[str, Any]) -> Figure:
                 color=colour(engine, i),
                 label=engine,
             )
+        ax.xaxis.set_minor_formatter(NullFormatter())  # 3x10^0, 4x10^0 ... overlapped
         ax.set_xlabel(f"$k_{{{degree[2:]}}}$")
         ax.legend(frameon=False)
     axes[0].set_ylabel("n-grams")

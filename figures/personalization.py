@@ -17,7 +17,7 @@ from typing import Any
 from figures import caption
 from figures.bars import grouped, same_y
 from figures.render import GREY, Figure, new_figure
-from figures.tables import by, colour, empty, rows_of
+from figures.tables import by, colour, empty, integer_x, rows_of
 
 METHOD = (
     "Rounds compared on every result's primary link (links = primary); means over the compared "
@@ -45,10 +45,13 @@ def by_rank(study: str, answers: dict[str, Any]) -> Figure:
                 color=colour(treatment, i),
                 label=treatment,
             )
-            ax.plot(
-                ranks, [100 * r["noise"] for r in rows], linestyle="--", color=colour(treatment, i), alpha=0.6
-            )
-        ax.plot([], [], linestyle="--", color=GREY, label="noise (control vs twin)")
+        # the noise floor is the control against its twin: one line, whatever the treatment
+        first = next(iter(by(section, "treatment").values()))
+        noise = [100 * r["noise"] for r in first]
+        ax.plot(
+            [r["rank"] for r in first], noise, linestyle="--", color=GREY, label="noise (control vs twin)"
+        )
+        integer_x(ax, [r["rank"] for r in section["rows"]])
         ax.set_xlabel("search result rank")
         ax.set_ylabel("% results changed")
         ax.legend(frameon=False)

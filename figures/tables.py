@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 from figures.bars import no_data
 from figures.render import BLUE, GREY, ORANGE
@@ -32,6 +33,16 @@ def by(answer: dict[str, Any], column: str) -> dict[Any, list[dict[str, Any]]]:
     for row in answer["rows"]:
         groups.setdefault(row[column], []).append(row)
     return groups
+
+
+def integer_x(ax: Axes, values: list[Any]) -> None:
+    """Depths, ranks, days and word counts are whole numbers: tick them as such (each value
+    when there are few, else whole-number steps), never 0.5 or 3.95."""
+    shown = sorted(set(values))
+    if len(shown) <= 15:
+        ax.set_xticks(shown, [str(v) for v in shown])
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def empty(ax: Axes, answer: dict[str, Any], what: str) -> bool:
