@@ -5,6 +5,7 @@ written, and each CSV holds the numbers the report commands give, fetched on the
 from __future__ import annotations
 
 import csv
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,27 @@ def test_figures_of_the_three_papers(service: Service, tmp_path: Path) -> None:
     _check_sections(out / "personalization", PERSONALIZATION, pers)
     ac = orjson.loads(_cli(service, "report", "autocomplete", "--study", CRAWLS, "--format", "json"))
     _check_sections(out / "autocomplete", AUTOCOMPLETE, ac)
+    _check_board(service, out)
+
+
+def _check_board(service: Service, out: Path) -> None:
+    """The board's figure route draws the same figure from the same answers: the same bytes."""
+    headers = {"Authorization": f"Bearer {service.api_key}"}
+    base = service.url + "/v1/board/figures"
+    for paper, name, query in (
+        ("powermeter", "figure3_bing", f"experiment={EXP}"),
+        ("powermeter", "figure5", f"experiment={EXP}"),
+        ("personalization", "figure5_15_by_rank", f"study={PERS}"),
+        ("autocomplete", "figure5_churn", f"study={CRAWLS}"),
+    ):
+        with urllib.request.urlopen(
+            urllib.request.Request(f"{base}/{paper}/{name}?{query}", headers=headers)
+        ) as resp:
+            assert resp.headers["Content-Type"].startswith("image/svg+xml")
+            assert resp.read() == (out / paper / f"{name}.svg").read_bytes(), (paper, name)
+    unknown = http("GET", f"{base}/powermeter/figure7?experiment={EXP}", headers=headers)
+    assert unknown.status == 404 and unknown.body["error"] == "not_found"
+    assert http("GET", f"{base}/nature/figure1?study=x", headers=headers).status == 404
 
 
 def test_unknown_experiment_and_service_down(service: Service, tmp_path: Path) -> None:
