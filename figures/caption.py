@@ -11,7 +11,7 @@ from typing import Any
 def selection(report: dict[str, Any]) -> str:
     """Engine, subset and baseline the report was asked for (its ``request``)."""
     asked = report.get("request", {})
-    text = f"engine {asked.get('engine', 'google')}, subset {asked.get('subset', 'all')}"
+    text = f"Engine {asked.get('engine', 'google')}, subset {asked.get('subset', 'all')}"
     if fallback := report.get("fallback_from"):
         text += f" (the service has no subset {fallback!r}; drawn from {asked.get('subset')!r} instead)"
     return text + f", baseline {report.get('baseline', 'control')}"
@@ -22,13 +22,13 @@ def preprocessing(report: dict[str, Any]) -> str:
         "all pages" if report.get("request", {}).get("include_unidentified") else "identified pages only"
     )
     return (
-        f"preprocessing: each install's first {report['burn_in_days']} days dropped, "
+        f"Preprocessing: each install's first {report['burn_in_days']} days dropped, "
         f"units = {report['unit_mode']}s, {identified}"
     )
 
 
 def intervals(report: dict[str, Any]) -> str:
-    return f"error bars: {report['interval_guarantee']} ({report['intervals']})"
+    return f"Error bars: {report['interval_guarantee']} ({report['intervals']})"
 
 
 def n_of(arms: Iterable[dict[str, Any]]) -> str:

@@ -218,6 +218,7 @@ def figure6(
         grouped(ax, ["yes", "no", "yes", "no"], [("swap 1-2", ORANGE, points)])
         ax.set_xlabel("Ads/Box present?   SSR present?")
         ax.set_ylabel(label)
+        ax.set_title(f"{_engine_of([*splits, *quintiles])} queries")
         ax.axvline(1.5, color="grey", linewidth=0.5)
         same_y(ax, room=0.1)
         rows += [_record(r, "swap_1_2", key) for r in splits if r is not None]
@@ -225,7 +226,7 @@ def figure6(
     grouped(axes[2], ["0-20", "20-40", "40-60", "60-80", "80-100"], [("swap 1-2", ORANGE, points)])
     axes[2].set_xlabel("About N results [percentile]")
     axes[2].set_ylabel("Algorithmic Distortion")
-    axes[2].set_title("no Ads/Box")
+    axes[2].set_title(f"{_engine_of([*splits, *quintiles])} queries no Ads/Box")
     same_y(axes[2], room=0.1)
     rows += [_record(r, "swap_1_2", "beta_c1") for r in quintiles if r is not None]
     present = [r for r in (*splits, *quintiles) if r is not None]
@@ -242,6 +243,11 @@ def figure6(
     return Figure(
         "figure6", "Figure 6: δ1 and β1 of swap 1-2 across subsets", text, fig, REPORT_COLUMNS, rows
     )
+
+
+def _engine_of(reports: list[dict[str, Any] | None]) -> str:
+    """The engine the reports were asked for, as the paper names it ("Google")."""
+    return next((str(r["request"]["engine"]).capitalize() for r in reports if r is not None), "")
 
 
 PAGE_SHARES = (
@@ -345,7 +351,8 @@ def _figure4(config: dict[str, Any], answers: dict[str, Any]) -> Figure:
     ads = answers[f"{engine}/{ADS_SUBSET}"]
     ads_title = "with Ads" if ads is None or not ads.get("fallback_from") else "with Ads, no Box"
     reports = [answers[f"{engine}/all"], ads, answers[f"{engine}/box@hide_box"]]
-    titles = [f"{engine} queries", f"{engine} queries {ads_title}", f"{engine} queries with Box"]
+    name = engine.capitalize()
+    titles = [f"{name} queries", f"{name} queries {ads_title}", f"{name} queries with Box"]
     return figure4(config["experiment_id"], reports, titles)
 
 

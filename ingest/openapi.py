@@ -593,7 +593,6 @@ OPERATIONS: tuple[Operation, ...] = (
         str,
         media_type="image/svg+xml",
         errors={
-            400: ("bad_request",),
             404: ("not_found",),
             503: ("store_unavailable", "report_failed", "compute_unavailable"),
         },
@@ -606,13 +605,16 @@ OPERATIONS: tuple[Operation, ...] = (
                 "The figure's file name (`figure3_google`, `figure5`, ...).",
             ),
             Param(
-                "experiment", "query", {"type": "string"}, "The experiment id (powermeter; required there)."
+                "experiment",
+                "query",
+                {"type": "string"},
+                "The experiment id (powermeter; none: no experiment, a 404).",
             ),
             Param(
                 "study",
                 "query",
                 {"type": "string", "default": ""},
-                "The personalization study (required there) or the autocomplete crawl id prefix.",
+                "The personalization study or the autocomplete crawl id prefix ('' = every crawl).",
             ),
         ),
         rules="The figure names are those `auditstream figures` writes: powermeter `figure3_<engine>` "
