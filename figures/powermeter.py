@@ -341,9 +341,11 @@ def names(config: dict[str, Any]) -> list[str]:
     ]
 
 
-def _arms_of(config: dict[str, Any], engine: str) -> list[str]:
-    """The arms an engine runs: its ``engine_arms``, else every registered arm."""
-    return list((config.get("engine_arms") or {}).get(engine) or config["arms"])
+def _arms_of(config: dict[str, Any], engine: str, report: dict[str, Any] | None) -> list[str]:
+    """The arms an engine runs: its ``engine_arms``, else every registered arm, else (an
+    experiment with data but no registration) the arms its report has."""
+    registered = (config.get("engine_arms") or {}).get(engine) or config["arms"]
+    return list(registered or [a["arm"] for a in (report or {}).get("arms", [])])
 
 
 def _figure4(config: dict[str, Any], answers: dict[str, Any]) -> Figure:
@@ -354,6 +356,12 @@ def _figure4(config: dict[str, Any], answers: dict[str, Any]) -> Figure:
     name = engine.capitalize()
     titles = [f"{name} queries", f"{name} queries {ads_title}", f"{name} queries with Box"]
     return figure4(config["experiment_id"], reports, titles)
+
+
+def unregistered(experiment_id: str) -> dict[str, Any]:
+    """What the figures assume of an experiment with data but no registration: both engines,
+    the arms its reports have (as the board's index lists such an experiment)."""
+    return {"experiment_id": experiment_id, "engines": ["google", "bing"], "arms": {}, "engine_arms": {}}
 
 
 def needed(name: str, config: dict[str, Any]) -> set[str] | None:
@@ -374,7 +382,8 @@ def draw_one(name: str, config: dict[str, Any], answers: dict[str, Any]) -> Figu
     study, engine = config["experiment_id"], focus_engine(config)
     if name.startswith("figure3_"):
         chosen = name.removeprefix("figure3_")
-        return figure3(study, chosen, answers[f"{chosen}/all"], _arms_of(config, chosen))
+        report = answers[f"{chosen}/all"]
+        return figure3(study, chosen, report, _arms_of(config, chosen, report))
     if name == "figure4":
         return _figure4(config, answers)
     if name == "figure5":

@@ -619,7 +619,8 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         rules="The figure names are those `auditstream figures` writes: powermeter `figure3_<engine>` "
         "per registered engine, `figure4`, `figure5`, `figure6`, `figure8`, `figure9`; personalization "
-        "and autocomplete as in docs/reproducing.md. An unknown paper, figure or experiment is a 404.",
+        "and autocomplete as in docs/reproducing.md. An unknown paper or figure is a 404; an "
+        "experiment without units is drawn with 'no units' panels.",
     ),
     Operation("GET", "/v1/keys/self", "The caller's own key: its id, name and scopes", SCOPES, KeyInfo),
     Operation(

@@ -71,7 +71,7 @@ def _paper(name: str, subject: str, url: str, key: str) -> list[Figure]:
     from figures import autocomplete, personalization, powermeter, sources
 
     if name == "powermeter":
-        config = _ask_or_exit(url, key, "GET", f"/v1/experiments/{subject}", None, f"experiment {subject!r}")
+        config = _config(url, key, subject)
         needs = sources.powermeter(config)
     elif name == "personalization":
         needs = sources.personalization(subject)
@@ -79,6 +79,8 @@ def _paper(name: str, subject: str, url: str, key: str) -> list[Figure]:
         needs = sources.autocomplete(subject)
     answers = _gather(name, needs, url, key)
     if name == "powermeter":
+        if all(answers[f"{e}/all"] is None for e in config["engines"]):
+            raise fail(f"no units for experiment {subject!r} (auditstream experiment list shows them)", 2)
         return powermeter.draw(config, answers)
     if name == "personalization":
         if not answers["by_treatment"]["rows"]:
@@ -111,14 +113,16 @@ def _gather(name: str, needs: list[Need], url: str, key: str) -> dict[str, Any]:
             raise fail(f"{exc.status}: {exc.message}") from None
 
 
-def _ask_or_exit(url: str, key: str, method: str, path: str, body: Any, what: str) -> Any:
+def _config(url: str, key: str, experiment_id: str) -> dict[str, Any]:
+    """The experiment's registration; one with data but none is drawn from its reports' arms."""
+    from figures.powermeter import unregistered
     from figures.sources import Refused
 
     try:
-        return _request(url, key, method, path, body)
+        return dict(_request(url, key, "GET", f"/v1/experiments/{experiment_id}", None))
     except Refused as exc:
         if exc.status == 404:
-            raise fail(f"no such {what} (auditstream experiment list shows them)", 2) from None
+            return unregistered(experiment_id)
         raise fail(f"{exc.status}: {exc.message}") from None
 
 

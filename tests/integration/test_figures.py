@@ -192,7 +192,9 @@ def test_unknown_experiment_and_service_down(service: Service, tmp_path: Path) -
     args = ["figures", "no-such-experiment", "--out", str(tmp_path), "--api-key", service.api_key]
     result = CliRunner().invoke(app, [*args, "--url", service.url])
     assert (
-        result.exit_code == 2 and "no such experiment" in result.output and "Traceback" not in result.output
+        result.exit_code == 2
+        and "no units for experiment" in result.output
+        and "Traceback" not in result.output
     )
     result = CliRunner().invoke(app, [*args, "--url", "http://127.0.0.1:9"])
     assert result.exit_code == 1 and "cannot reach" in result.output

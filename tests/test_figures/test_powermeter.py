@@ -154,3 +154,14 @@ def test_each_request_is_asked_once_and_a_missing_subset_falls_back(
         sources.gather(
             [sources.report("x", "google")], lambda p, b: (_ for _ in ()).throw(sources.Refused(503, "down"))
         )
+
+
+def test_an_unregistered_experiment_is_drawn_from_its_reports_arms(
+    powermeter_answers: dict[str, Any],
+) -> None:
+    """The board lists experiments with data whether or not they were registered."""
+    config = powermeter.unregistered("powermeter")
+    fig = powermeter.draw_one("figure3_bing", config, powermeter_answers["answers"])
+    assert {r[3] for r in fig.rows} == {"control", "swap_1_2"}  # the arms Bing's report has
+    assert powermeter.needed("figure3_google", config) == {"google/all"}
+    assert powermeter.needed("figure7", config) is None
