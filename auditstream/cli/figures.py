@@ -129,6 +129,7 @@ def _config(url: str, key: str, experiment_id: str) -> dict[str, Any]:
 def _request(url: str, key: str, method: str, path: str, body: Any) -> Any:
     """One JSON request; a refusal is ``Refused`` (the caller decides), an unreachable
     service exits 1 with a message."""
+    import http.client
     import urllib.error
     import urllib.request
 
@@ -152,6 +153,8 @@ def _request(url: str, key: str, method: str, path: str, body: Any) -> Any:
         raise Refused(exc.code, message[:500]) from None
     except urllib.error.URLError as exc:
         raise fail(f"cannot reach {url}: {exc.reason} (is `auditstream up` running?)") from None
+    except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+        raise fail(f"{url} did not answer {path}: {exc or type(exc).__name__}") from None
 
 
 def _write(drawn: dict[str, list[Figure]], out: Path, title: str) -> int:
