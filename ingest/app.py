@@ -24,6 +24,7 @@ from ingest import (
 )
 from ingest.api_keys import KeyFile
 from ingest.app_state import ARMS, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, SQL_GUARD, STORE
+from ingest.board import figures as board_figures
 from ingest.clock import CLOCK, Clock
 from ingest.metrics import IngestMetrics
 from ingest.middlewares import observe
@@ -84,6 +85,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     import_routes.add_routes(app)
     participants.add_routes(app)
     reports.add_routes(app)
+    board_figures.add_routes(app)
     openapi.add_routes(app)
     return app
 

@@ -585,6 +585,43 @@ OPERATIONS: tuple[Operation, ...] = (
         errors=merged({400: ("bad_request",)}, BOARD),
         params=(Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}),),
     ),
+    Operation(
+        "GET",
+        "/v1/board/figures/{paper}/{figure}",
+        "One of the papers' figures as SVG, drawn as `auditstream figures` draws it",
+        "read",
+        str,
+        media_type="image/svg+xml",
+        errors={
+            404: ("not_found",),
+            503: ("store_unavailable", "report_failed", "compute_unavailable"),
+        },
+        params=(
+            Param("paper", "path", {"enum": ["powermeter", "personalization", "autocomplete"]}),
+            Param(
+                "figure",
+                "path",
+                {"type": "string"},
+                "The figure's file name (`figure3_google`, `figure5`, ...).",
+            ),
+            Param(
+                "experiment",
+                "query",
+                {"type": "string"},
+                "The experiment id (powermeter; none: no experiment, a 404).",
+            ),
+            Param(
+                "study",
+                "query",
+                {"type": "string", "default": ""},
+                "The personalization study or the autocomplete crawl id prefix ('' = every crawl).",
+            ),
+        ),
+        rules="The figure names are those `auditstream figures` writes: powermeter `figure3_<engine>` "
+        "per registered engine, `figure4`, `figure5`, `figure6`, `figure8`, `figure9`; personalization "
+        "and autocomplete as in docs/reproducing.md. An unknown paper or figure is a 404; an "
+        "experiment without units is drawn with 'no units' panels.",
+    ),
     Operation("GET", "/v1/keys/self", "The caller's own key: its id, name and scopes", SCOPES, KeyInfo),
     Operation(
         "GET",

@@ -124,6 +124,12 @@ async def post_experiment_report(request: web.Request) -> web.Response:
         raise bad_request(exc) from None
     except ValueError as exc:
         raise problem(400, "bad_request", str(exc)[:500]) from None
+    return json_response(await experiment_report(request, asked))
+
+
+async def experiment_report(request: web.Request, asked: ExperimentReportRequest) -> Any:
+    """The report of a checked request, computed where the board computes (404 ``no_units``
+    for a selection without units); ``ingest/board/figures.py`` asks its figures' reports here."""
     params = asked.model_dump()
     params["targets"] = tuple(params["targets"] or ())  # Panel parameters are hashable
     params["targets"] = tuple(tuple(sorted(t.items())) for t in params["targets"])
@@ -132,7 +138,15 @@ async def post_experiment_report(request: web.Request) -> web.Response:
         raise problem(
             404, "no_units", f"no units for {asked.experiment_id} on {asked.engine} after preprocessing"
         )
-    return json_response(doc)
+    return doc
+
+
+def check_report_request(body: dict[str, Any]) -> ExperimentReportRequest:
+    """A report request checked as ``POST /v1/reports/experiment`` checks it (ValueError,
+    pydantic's ValidationError)."""
+    asked = ExperimentReportRequest.model_validate(body)
+    _check_selection(asked.experiment_id, asked.engine, asked.subset, asked.since, asked.until)
+    return asked
 
 
 def add_routes(app: web.Application) -> None:

@@ -20,6 +20,7 @@ PROJECT = (
     "schemas",
     "analytics",
     "studies",
+    "figures",
     "streams",
     "collectors",
     "ingest",
@@ -31,9 +32,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     "schemas": frozenset({"core"}),
     "analytics": frozenset({"core", "schemas"}),
     "studies": frozenset({"core", "schemas", "analytics"}),
+    "figures": frozenset({"core", "schemas", "analytics", "studies"}),
     "streams": frozenset({"core", "schemas", "analytics", "studies"}),
     "collectors": frozenset({"core", "schemas", "analytics"}),
-    "ingest": frozenset({"core", "schemas", "analytics", "studies", "streams"}),  # streams: bulk import only
+    # streams: bulk import only; figures: the board's figure route
+    "ingest": frozenset({"core", "schemas", "analytics", "studies", "figures", "streams"}),
     "supervisor": frozenset({"core", "schemas", "ingest"}),
     "auditstream": frozenset(PROJECT) - {"auditstream"},
 }

@@ -9,6 +9,7 @@ from auditstream.cli import (
     data,
     experiment,
     extension,
+    figures,
     importing,
     keys,
     parse,
@@ -34,6 +35,7 @@ app.command("worker")(services.worker)
 app.command("store")(services.store)
 app.command("sql")(data.sql)
 app.command("import")(importing.import_events)
+app.command("figures")(figures.figures)
 app.add_typer(report.app, name="report")
 app.add_typer(experiment.app, name="experiment")
 app.add_typer(keys.app, name="keys")

@@ -61,6 +61,7 @@ PANELS = (
     "panel-churn",
     "panel-nmi",
     "panel-pers",
+    "panel-figures",
     "panel-alerts",
 )
 
@@ -409,10 +410,15 @@ async def test_board_shows_clickhouse_numbers_and_updates_live(study: Service, b
 
     fragment = f"key={svc.api_key}&experiment={EXP}&engine=google&ac={AC_PREFIX}&ps={PERS}&every=1"
     await browser.navigate(f"{svc.url}/board#{fragment}")
-    states = await until(
-        lambda: _all_ready(browser), 60, "every panel to show data (data-state=ready, rows > 0)"
+    states = await until(  # the figures section draws its 18 figures one after another
+        lambda: _all_ready(browser), 180, "every panel to show data (data-state=ready, rows > 0)"
     )
     assert set(states) == set(PANELS), states
+    drawn = await browser.js(
+        "[...document.querySelectorAll('#panel-figures figure')]"
+        ".map(f => [f.dataset.figure, f.dataset.state])"
+    )
+    assert len(drawn) == 18 and all(state == "ready" for _, state in drawn), drawn
 
     # The numbers are the report's and ClickHouse's.
     shown = await board_numbers(browser)

@@ -56,6 +56,7 @@ ROUTES = [
     ("GET", "/v1/board/autocomplete"),
     ("GET", "/v1/board/personalization/fuzz-study"),
     ("GET", "/v1/board/alerts"),
+    ("GET", "/v1/board/figures/powermeter/figure8"),
     ("POST", "/v1/import"),
     ("POST", "/v1/import/recompute"),
     ("GET", "/v1/import/recompute/rc_0123456789abcdef0123"),
@@ -76,6 +77,7 @@ def test_the_fuzzed_routes_are_every_documented_route() -> None:
 
     def concrete(path: str) -> str:
         concrete = path.replace("{experiment_id}", "fuzz-exp").replace("{study_id}", "fuzz-study")
+        concrete = concrete.replace("{paper}", "powermeter").replace("{figure}", "figure8")
         return concrete.replace("{recompute_id}", "rc_0123456789abcdef0123")
 
     assert {(op.method, concrete(op.path)) for op in OPERATIONS} <= set(ROUTES)

@@ -247,6 +247,18 @@ def check_board(api: Api, keys: dict[str, str], experiment_id: str, autocomplete
     assert any(a["kind"] == "autocomplete_shock" for a in alerts)
     api.call("GET", "/v1/board/alerts", 400, query={"limit": "many"})
     api.call("GET", "/v1/board/alerts", 400, query={"limit": "501"})
+    figure = "/v1/board/figures/{paper}/{figure}"
+    page_mix = {"paper": "powermeter", "figure": "figure8"}
+    svg = api.call("GET", figure, 200, params=page_mix, query={"experiment": experiment_id})
+    assert svg.headers["Content-Type"].startswith("image/svg+xml") and "<svg" in svg.body
+    api.call(
+        "GET",
+        figure,
+        404,
+        params={"paper": "powermeter", "figure": "figure99"},
+        query={"experiment": experiment_id},
+    )
+    api.call("GET", figure, 403, params=page_mix, query={"experiment": experiment_id}, key=keys["ingest"])
 
 
 def check_import(api: Api, keys: dict[str, str], experiment_id: str) -> None:
@@ -376,6 +388,11 @@ def test_unavailable_and_rate_limited_answers_match_the_document(
         ("GET", "/v1/board/autocomplete", {}),
         ("GET", "/v1/board/personalization/{study_id}", {"params": {"study_id": "s"}}),
         ("GET", "/v1/board/alerts", {}),
+        (
+            "GET",
+            "/v1/board/figures/{paper}/{figure}",
+            {"params": {"paper": "powermeter", "figure": "figure8"}, "query": {"experiment": "exp"}},
+        ),
     ]
     for method, path, kwargs in unavailable:
         resp = api.call(method, path, 503, key=next(fresh), **kwargs)

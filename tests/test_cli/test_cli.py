@@ -29,6 +29,7 @@ COMMANDS = [
     ["db", "migrate"],
     ["schema", "export"],
     ["simulate", "extension"],
+    ["figures"],
 ]
 
 

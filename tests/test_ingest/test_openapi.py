@@ -213,7 +213,9 @@ async def test_each_operation_checks_the_scope_it_documents(
             scopes = [r["apiKey"][0] for r in op["security"]]
             others = tuple(s for s in SCOPES if s not in scopes)
             lacking = keys.create(f"not-{len(scopes)}-{scopes[0]}", others)[1] if others else None
-            url = path.format(experiment_id="nope", study_id="nope", recompute_id="nope")
+            url = path.format(
+                experiment_id="nope", study_id="nope", recompute_id="nope", paper="powermeter", figure="nope"
+            )
             tries = [(None, 401), *((only[s], None) for s in scopes), *([(lacking, 403)] if lacking else [])]
             for key, refused in tries:
                 headers = {"Authorization": f"Bearer {key}"} if key else {}

@@ -27,6 +27,19 @@ export async function getJSON(path, key, fetchFn = (...args) => globalThis.fetch
   return body;
 }
 
+// An answer's text (a figure's SVG); an HttpError with the answer's message otherwise.
+export async function getText(path, key, fetchFn = (...args) => globalThis.fetch(...args)) {
+  const resp = await fetchFn(path, { headers: { ...authHeaders(key), Accept: "image/svg+xml" }, cache: "no-store" });
+  if (resp.ok) return resp.text();
+  let body = null;
+  try {
+    body = await resp.json();
+  } catch (_) {
+    body = null;
+  }
+  throw new HttpError(resp.status, (body && body.message) || `HTTP ${resp.status}`);
+}
+
 const q = encodeURIComponent;
 
 // The board's endpoints (ingest/board/routes.py).

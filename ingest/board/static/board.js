@@ -4,10 +4,11 @@
 // only (suggestions, queries and ids are data, never markup). This module wires the page:
 // what each panel shows is decided by the pure modules it imports (README.md lists them).
 
-import { getJSON, isAuth, paths } from "./api.js";
+import { getJSON, getText, isAuth, paths } from "./api.js";
 import { fillSelect, panelError, setPanel, setStatus } from "./dom.js";
 import { EXPERIMENT_PANELS, emptyExperiment, experimentViews } from "./experiment.js";
 import { statusLine } from "./format.js";
+import { figureList, figuresPanel, selectionKey } from "./figures.js";
 import { formatFragment, parseFragment } from "./fragment.js";
 import { alertsPanel } from "./panel-alerts.js";
 import { autocompleteViews } from "./panel-autocomplete.js";
@@ -80,6 +81,29 @@ async function loadAlerts() {
   setPanel(document, "panel-alerts", alertsPanel(await get(paths.alerts())));
 }
 
+// The figures are drawn once per selection (each is several reports), in the background,
+// one at a time, so the panels' refresh never waits on them.
+const figures = { shown: "", drawing: "" };
+
+async function loadFigures() {
+  const key = selectionKey(state);
+  if (key === figures.shown || key === figures.drawing) return;
+  figures.drawing = key;
+  const drawn = [];
+  for (const item of figureList(state)) {
+    try {
+      drawn.push([item, { svg: await getText(item.path, state.key) }]);
+    } catch (err) {
+      if (isAuth(err)) throw err;
+      drawn.push([item, { error: err.message }]);
+    }
+  }
+  if (figures.drawing !== key) return; // the selection changed meanwhile: that one draws
+  setPanel(document, "panel-figures", figuresPanel(drawn));
+  figures.shown = drawn.every(([, got]) => !got.error) ? key : "";
+  figures.drawing = "";
+}
+
 async function refresh() {
   try {
     applyIndex(await get(paths.index()));
@@ -89,6 +113,7 @@ async function refresh() {
       guarded(["panel-pers"], loadPersonalization),
       guarded(["panel-alerts"], loadAlerts),
     ]);
+    guarded(["panel-figures"], loadFigures).catch(() => {}); // a refused key shows on the next refresh
     const ok = results.every(Boolean);
     setStatus(document, ok ? "live" : "waiting", statusLine(ok, new Date(), state.every));
     document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
