@@ -59,8 +59,11 @@ def test_report_recovers_planted_effects(service: Service) -> None:
         assert row[f"delta_c{rank}_ci_low"] < want_delta < row[f"delta_c{rank}_ci_high"], (arm, row)
         assert row[f"beta_c{rank}_ci_low"] < want_beta < row[f"beta_c{rank}_ci_high"], (arm, row)
 
-    deltas = [abs(a["delta_c1"]) for a in doc["arms"] if a["arm"] != "control"]
+    deltas = [-a["delta_c1"] for a in doc["arms"] if a["arm"] != "control"]  # control - arm
     assert doc["performative_power_lower_bound"] == pytest.approx(max(deltas))
+    power = doc["performative_power"]
+    assert power["value"] == doc["performative_power_lower_bound"] and power["against"] == "control"
+    assert power["ci_low"] < power["value"]
     shares = {s["arm"]: s for s in doc["element_shares"]}
     for outcome in ("ad", "shopping_box", "other"):
         assert shares["control"][outcome] == pytest.approx(
