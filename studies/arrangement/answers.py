@@ -227,6 +227,11 @@ class Drops(BaseModel):
         description="Click units kept (identified, past the burn-in), whatever the unit mode: "
         "what the SRM check counts."
     )
+    later_page_dropped: int = Field(
+        default=0,
+        description="Clicks on later result pages (shown later pages in impression mode), "
+        "left out before preprocessing: only a first result page counts. Not in all_units.",
+    )
 
 
 class BoxSubset(_Closed):
