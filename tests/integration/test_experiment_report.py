@@ -21,20 +21,14 @@ EXP = "planted"
 
 
 def expected_share(arm: str, config: TrafficConfig, outcome: str) -> float:
-    """Probability of a click outcome under the simulator's page mix. Only a first result
-    page defines positions: an organic click on a later page counts as ``other``."""
+    """Probability of a click outcome under the simulator's page mix, per first-page click:
+    only first result pages count, and the simulator draws the page independently of the
+    click, so the later pages' clicks leave the shares as they are."""
     total = 0.0
     for ads, box in itertools.product((False, True), repeat=2):
         p_ads = config.p_ads_given(box)
         p = (p_ads if ads else 1 - p_ads) * (config.p_box if box else 1 - config.p_box)
-        dist = click_distribution(arm, ads, box)
-        if outcome.startswith("c"):
-            total += p * dist[outcome] * config.p_first_page
-        elif outcome == "other":
-            organic = sum(v for k, v in dist.items() if k.startswith("c"))
-            total += p * (dist["other"] + organic * (1 - config.p_first_page))
-        else:
-            total += p * dist[outcome]
+        total += p * click_distribution(arm, ads, box)[outcome]
     return total
 
 

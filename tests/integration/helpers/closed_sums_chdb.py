@@ -251,7 +251,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
         young: Iterator[dict[str, Any]] = ExtensionTraffic(young_config).events()
         per_batch = max(1, events // ((HISTORY_DAYS + LIVE_DAYS) * BATCHES_PER_DAY))
 
-        # 1. the first days stored and recomputed as before migration 0034, then its backfill
+        # 1. the first days stored and recomputed as before the backfill of the closed sums
         history = []
         for day in range(HISTORY_DAYS):
             for batch in range(BATCHES_PER_DAY):
@@ -266,7 +266,10 @@ async def run(path: Path, events: int) -> dict[str, Any]:
             await store.execute(slice_rows.experiment_installs_sql(EXP, engine))
             await store.execute(slice_rows.experiment_subsets_sql(EXP, engine))
             await hourly_replicates.recompute_study(store, EXP, engine)
-        (backfill,) = [m for m in load_migrations() if m.version == 34]
+        # the newest backfill of the sets: 0039 (issue 37's recount) rebuilt 0034's with the
+        # later-page columns; 0034's own statement writes the columns it knew, and runs on
+        # data directories without the later ones only
+        (backfill,) = [m for m in load_migrations() if m.version == 39]
         for _ in range(2):  # applied again (an interrupted migration is): the same sets
             for statement in backfill.statements:
                 await store.execute(statement)
