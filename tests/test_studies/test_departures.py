@@ -44,8 +44,9 @@ EVENTS = [
     event("click", page_index=1),
     event("click", page_index=2, element_type="ad", original_rank=None, display_rank=None),
     event("serp_view", page_index=1),
-    # SSRs: the column starts with one, and another follows c1 -> between c1 and c2
+    # SSRs: the column starts with one (or more), and another follows c1 -> between c1 and c2
     event("click", ssr=[1, 3]),
+    event("click", ssr=[1, 3, 4]),
     # a leading run of two, c1 at 3, c2 at 4: none between
     event("click", ssr=[1, 2]),
     # at position 2 only: between c1 (at 1) and c2 (at 3)
@@ -64,8 +65,8 @@ async def write_side(store: ChdbStore) -> None:
 
 
 SUBSET_UNITS = (
-    "SELECT subset, sum(units) AS units, sum(later_units) AS later FROM agg_arrangement_install_subset "
-    "FINAL WHERE experiment_id = 'dep' GROUP BY subset"
+    "SELECT subset, sum(units) AS units FROM agg_arrangement_install_subset FINAL "
+    "WHERE experiment_id = 'dep' GROUP BY subset"
 )
 TABLES = {
     "agg_clicks_by_rank_10s": "arm, original_rank, window_start, units, impressions, clicks",
@@ -88,34 +89,45 @@ async def snapshot(store: ChdbStore) -> dict[str, list[Any]]:
     return out
 
 
-async def test_only_first_pages_count_and_the_papers_subsets(tmp_path: Path) -> None:
+async def written(tmp_path: Path, *queries: str) -> list[list[dict[str, Any]]]:
+    """The write side's rows of ``EVENTS`` on a fresh chDB, as ``queries`` read them."""
     store = ChdbStore(tmp_path / "ch", read_lanes=1)
     try:
         await migrate(store)
         await store.insert_json_rows("raw_extension_events", b"\n".join(orjson.dumps(e) for e in EVENTS))
         await write_side(store)
-        subsets = {r["subset"]: r for r in (await store.query(SUBSET_UNITS)).dicts()}
-        drops = (await store.query(ReportQuery("dep", burn_in_days=0).drops_sql())).dicts()
-        views = (
-            await store.query(ReportQuery("dep", burn_in_days=0, unit_mode="impression").drops_sql())
-        ).dicts()
-        element = (
-            await store.query(
-                "SELECT sum(clicks_ad), sum(clicks_other) FROM agg_arrangement_10s FINAL "
-                "WHERE experiment_id = 'dep'"
-            )
-        ).rows[0]
+        return [(await store.query(q)).dicts() for q in queries]
     finally:
         await store.close()
-    # 5 first-page clicks are units; the 2 later-page clicks are not, and are counted apart
-    assert (int(subsets["all"]["units"]), int(subsets["all"]["later"])) == (5, 2)
-    assert [int(x) for x in element] == [0, 0]  # neither later click is an ad or "other" click
-    assert [(int(d["all_units"]), int(d["later_page_dropped"])) for d in drops] == [(5, 2)]
-    assert [(int(d["all_units"]), int(d["later_page_dropped"])) for d in views] == [(1, 1)]
-    # [1, 3] and [2] have an SSR between c1 and c2; [1, 2] and [] have none
-    assert int(subsets["ssr_c1_c2"]["units"]) == 2 and int(subsets["no_ssr_c1_c2"]["units"]) == 3
-    # Figure 4, middle: pages with ads on top, with or without a box
-    assert int(subsets["ads"]["units"]) == 1
+
+
+async def test_only_first_pages_count_and_later_pages_are_shown_dropped(tmp_path: Path) -> None:
+    clicks = ReportQuery("dep", burn_in_days=0).drops_sql()
+    views = ReportQuery("dep", burn_in_days=0, unit_mode="impression").drops_sql()
+    elements = (
+        "SELECT sum(units) AS units, sum(clicks_ad) AS ad, sum(clicks_other) AS other "
+        "FROM agg_arrangement_10s FINAL WHERE experiment_id = 'dep'"
+    )
+    by_clicks, by_views, (counted,) = await written(tmp_path, clicks, views, elements)
+    # 6 first-page clicks are units; the 2 later-page clicks are neither units nor ad or
+    # "other" clicks, and the drops table shows them apart (not in all_units)
+    assert [int(counted[k]) for k in ("units", "ad", "other")] == [6, 0, 0]
+    assert [(int(d["all_units"]), int(d["later_page_dropped"])) for d in by_clicks] == [(6, 2)]
+    assert [(int(d["all_units"]), int(d["later_page_dropped"])) for d in by_views] == [(1, 1)]
+
+
+async def test_an_ssr_between_c1_and_c2_is_the_papers(tmp_path: Path) -> None:
+    """[1, 3], [1, 3, 4] and [2] have an SSR between c1 and c2; [1, 2] and [] have none (an
+    SSR at position 2 would count [1, 2] and [2] instead)."""
+    (subsets,) = await written(tmp_path, SUBSET_UNITS)
+    units = {r["subset"]: int(r["units"]) for r in subsets}
+    assert (units["ssr_c1_c2"], units["no_ssr_c1_c2"]) == (3, units["all"] - 3)
+
+
+async def test_figure_4_middle_has_its_subset(tmp_path: Path) -> None:
+    """Pages with ads on top, with or without a box: the ``ads`` subset."""
+    (subsets,) = await written(tmp_path, SUBSET_UNITS)
+    assert {r["subset"]: int(r["units"]) for r in subsets}.get("ads") == 1
 
 
 async def test_the_recount_migration_writes_what_the_worker_writes(tmp_path: Path) -> None:
