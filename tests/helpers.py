@@ -221,16 +221,21 @@ def post_study(svc: Service, config: Any, total: int, batch: int = 200) -> None:
     # between the two would see the slices complete and the study-wide rows not yet.
     # The per-subset rows (what reports read) come right after the study-wide ones; the
     # per-hour replicate sums (the 1-hour timeline) on a loop of their own, every 5 s.
+    # Only first result pages are units; the per-install rows keep the later pages apart,
+    # the per-hour sums do not (they hold the first pages' events of the raw rows).
+    study = f"experiment_id = '{config.experiment_id}'"
+    raw = f"SELECT count() FROM extension_events WHERE {study}"
+    wait_for(lambda: svc.scalar(raw) == total, 180, f"{config.experiment_id} in extension_events")
+    first_pages = svc.scalar(f"SELECT countIf(page_index = 0) FROM extension_events WHERE {study}")
+    everything = "sum(units) + sum(impressions) + sum(later_units) + sum(later_impressions)"
     tables = ("arrangement_install_day", "arrangement_install", "arrangement_install_subset")
     for table in (*tables, "arrangement_replicates_1h"):
         only_all = " AND subset = 'all'" if table == "arrangement_install_subset" else ""
+        hourly = ("sum(units) + sum(impressions)", first_pages)
+        counted, want = (everything, total) if table in tables else hourly
         wait_for(
-            lambda table=table, only_all=only_all: (
-                svc.scalar(
-                    f"SELECT sum(units) + sum(impressions) FROM {table} "
-                    f"WHERE experiment_id = '{config.experiment_id}'{only_all}"
-                )
-                == total
+            lambda table=table, only_all=only_all, counted=counted, want=want: (
+                svc.scalar(f"SELECT {counted} FROM {table} WHERE {study}{only_all}") == want
             ),
             180,  # generous: CI machines are shared; the wait ends as soon as the rows are there
             f"{config.experiment_id} in {table}",

@@ -1,5 +1,7 @@
 """The page subsets of the arrangement analysis (the paper's Figures 4-6), as SQL conditions
-on the page context every per-install table keeps (ads, shopping box, SSR at c1/c2).
+on the page context every per-install table keeps (ads, shopping box, an SSR between c1 and
+c2). The worker keeps study-wide rows per subset, so a subset added here is a migration that
+recomputes them (0039 added ``ads``).
 
 One definition for the report (``analytics/reports/experiment.py``) and the worker, which
 keeps the study-wide rows of each subset (``studies/arrangement/write/slice_rows.py``)."""
@@ -16,6 +18,7 @@ SUBSETS = {
     "ssr_c1_c2": "ssr_c1_c2 = 1",
     "ads_no_box": "(ads_present = 1 AND box_present = 0)",
     "no_ssr_c1_c2": "ssr_c1_c2 = 0",
+    "ads": "ads_present = 1",
 }
 QUINTILE = re.compile(r"(no_ads_no_box_)?n_candidates_q([1-5])")
 """Quintiles of the "About N results" figure over the whole selection, or within the pages

@@ -50,7 +50,7 @@ Until = Annotated[
 Subset = Annotated[
     str,
     typer.Option(
-        help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, ads_no_box, no_ssr_c1_c2, "
+        help="all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, ads_no_box, no_ssr_c1_c2, ads, "
         "n_candidates_q1..q5 (quintiles of 'About N results'), no_ads_no_box_n_candidates_q1..q5 "
         "(the quintiles within pages without ads or a box: the paper's Figure 6, right)"
     ),

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
-from analytics.stats.arrangement import performative_power_lower_bound
+from analytics.stats.arrangement import performative_power, performative_power_lower_bound
 from analytics.stats.arrangement_table import ArmRow, json_number
 from studies.arrangement.tables import CONTROL, ELEMENTS
 
@@ -123,8 +123,55 @@ def clean(x: float) -> float | None:
 
 
 def pp_lower_bound(table: list[ArmRow]) -> float:
-    """max over arms of |delta_1| (point estimates)."""
+    """max over arms of -delta_1 (point estimates; ``table``'s gaps taken against control)."""
     return performative_power_lower_bound({r.arm: r.delta[0].value for r in table if r.delta})
+
+
+POWER_METHOD = (
+    "value: max over arms of CTR_c1(control) - CTR_c1(arm) (the paper's Theorem 1, sup_a delta_1(a) "
+    "with delta = control minus arm); ci_low: max over arms of each arm's one-sided lower bound, "
+    "Bonferroni-adjusted over the arms, se read off the arm's 95% interval as a normal one"
+)
+
+
+class PerformativePower(_Closed):
+    """The lower bound on performative power (Theorem 1), always against control."""
+
+    value: Number = Field(
+        description="max over arms of CTR_c1(control) - CTR_c1(arm): a point estimate, biased upward."
+    )
+    ci_low: Number = Field(
+        description="A one-sided 95% lower confidence bound valid for the maximum over arms."
+    )
+    arm: str | None = Field(description="The arm attaining the maximum.")
+    against: Literal["control"] = "control"
+    method: str
+    reason: str | None = Field(description="Why value is null (no control arm, no other arm); else null.")
+
+
+def power_json(table: list[ArmRow], baseline: str = CONTROL) -> dict[str, Any]:
+    """``PerformativePower`` from a Figure-3 table whose gaps are taken against ``baseline``:
+    null, with the reason, unless that is control (a gap against another arm is not the
+    theorem's)."""
+    found = performative_power(
+        {r.arm: (r.delta[0].value, r.delta[0].ci_low, r.delta[0].ci_high) for r in table if r.delta}
+    )
+    reason = None
+    if baseline != CONTROL:
+        found = performative_power({})
+        reason = f"gaps against {baseline}, not control: the bound is defined against control only"
+    elif not any(r.arm == CONTROL for r in table):
+        reason = "no control arm in the selection: the bound is defined against control only"
+    elif found.arm is None:
+        reason = "no arm beside control with a defined delta_c1"
+    return {
+        "value": clean(found.value),
+        "ci_low": clean(found.ci_low),
+        "arm": found.arm,
+        "against": CONTROL,
+        "method": POWER_METHOD,
+        "reason": reason,
+    }
 
 
 def figure3_json(table: list[ArmRow], ranks: int, baseline: str) -> dict[str, Any]:
@@ -180,6 +227,11 @@ class Drops(BaseModel):
         description="Click units kept (identified, past the burn-in), whatever the unit mode: "
         "what the SRM check counts."
     )
+    later_page_dropped: int = Field(
+        default=0,
+        description="Clicks on later result pages (shown later pages in impression mode), "
+        "left out before preprocessing: only a first result page counts. Not in all_units.",
+    )
 
 
 class BoxSubset(_Closed):
@@ -226,7 +278,10 @@ class ExperimentReport(_Closed):
     arms: list[ReportArm]
     box_subset: BoxSubset
     element_shares: list[ElementShare]
-    performative_power_lower_bound: Number
+    performative_power_lower_bound: Number = Field(
+        description="performative_power.value (kept for readers of the point alone)."
+    )
+    performative_power: PerformativePower
     preprocessing: list[Drops]
     burn_in_days: int = Field(
         ge=0, description="Days dropped at the start of each install: as asked, else as registered, else 4."

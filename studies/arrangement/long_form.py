@@ -77,7 +77,9 @@ def long_rows(doc: dict[str, Any]) -> list[Row]:
     rows += _markets(doc.get("markets") or [])
     decisions = doc.get("decisions") or {}
     rows += [_row("decisions", arm, "delta_c1_excluded_zero", day) for arm, day in decisions.items()]
-    pp = doc["performative_power_lower_bound"]
-    rows.append(_row("summary", None, "performative_power_lower_bound", pp))
+    power = doc.get("performative_power") or {"value": doc["performative_power_lower_bound"]}
+    rows.append(
+        _row("summary", power.get("arm"), "performative_power", power["value"], ci_low=power.get("ci_low"))
+    )
     rows += [_row("warnings", None, w["code"], w["message"]) for w in doc.get("warnings") or []]
     return rows

@@ -16,7 +16,7 @@ from analytics.stats.arrangement_subsets import QUINTILE, SUBSETS, subset_names
 from analytics.stats.bootstrap import install_key_sql
 from schemas.sql import quote
 from studies.arrangement.tables import AGE_CAP as STUDY_AGE_CAP
-from studies.arrangement.tables import ELEMENT_COLUMNS, UNIT_COLUMNS
+from studies.arrangement.tables import ELEMENT_COLUMNS, LATER_COLUMNS, UNIT_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -216,17 +216,21 @@ class ReportQuery:
         )
 
     def drops_sql(self) -> str:
-        """Units per arm (of the report's unit mode: clicks or shown pages) before
-        preprocessing, dropped by burn-in, and dropped as unidentified; and the clicks kept,
-        which the SRM check counts whatever the unit mode (``streams/detectors/srm.py``)."""
+        """Units per arm (of the report's unit mode: first-page clicks or shown first pages)
+        before preprocessing, dropped by burn-in, and dropped as unidentified; the clicks
+        kept, which the SRM check counts whatever the unit mode (``streams/detectors/srm.py``);
+        and the later-page clicks (or shown later pages) the counting rule left out before
+        them, which ``all_units`` does not hold."""
         unit = self.unit_column
+        later = LATER_COLUMNS[self.unit_mode]
         burn = int(self.burn_in_days)
         unidentified = "identified = 0" if self.identified_only else "0"
         return (
             f"SELECT arm, sum({unit}) AS all_units, "
             f"sumIf({unit}, install_age_days < {burn}) AS burn_in_dropped, "
             f"sumIf({unit}, install_age_days >= {burn} AND {unidentified}) AS unidentified_dropped, "
-            f"sumIf(units, install_age_days >= {burn} AND NOT ({unidentified})) AS kept_clicks "
+            f"sumIf(units, install_age_days >= {burn} AND NOT ({unidentified})) AS kept_clicks, "
+            f"sum({later}) AS later_page_dropped "
             f"FROM {self._source} WHERE {self._where(preprocessing=False)} "
             "GROUP BY arm ORDER BY arm"
         )

@@ -43,8 +43,11 @@ LOOK_FORGETS = "agg_arrangement_look_forgets"
 """When looks were forgotten (past days were written), from which day."""
 
 UNIT_COLUMNS = {"click": "units", "impression": "impressions"}
-"""Click mode (the paper's): a unit is a query that led to a click. Impression mode:
-a unit is a shown result page (``serp_view``), for senders that report them."""
+"""Click mode (the paper's): a unit is a query that led to a click on a first result page.
+Impression mode: a unit is a shown first result page (``serp_view``), for senders that
+report them."""
+LATER_COLUMNS = {"click": "later_units", "impression": "later_impressions"}
+"""Per unit mode, the column counting what the first-page rule leaves out (later pages)."""
 ELEMENTS = ("organic", "ad", "shopping_box", "ssr", "other")
 ELEMENT_COLUMNS = ("clicks_ad", "clicks_box", "clicks_ssr", "clicks_other")
 """The stored clicks of ``ELEMENTS`` after the first (organic clicks: the clicks array)."""

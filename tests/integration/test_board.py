@@ -479,13 +479,15 @@ async def test_board_shows_clickhouse_numbers_and_updates_live(study: Service, b
         lambda: asyncio.to_thread(
             lambda: (
                 svc.scalar(
-                    "SELECT sum(units) + sum(impressions) FROM arrangement_install_day "
+                    "SELECT sum(units) + sum(impressions) + sum(later_units) + sum(later_impressions) "
+                    "FROM arrangement_install_day "
                     f"WHERE experiment_id = '{EXP}'"
                 )
                 == 7_000
                 # the report reads the per-subset rows, recomputed last (after the hours)
                 and svc.scalar(
-                    "SELECT sum(units) + sum(impressions) FROM arrangement_install_subset "
+                    "SELECT sum(units) + sum(impressions) + sum(later_units) + sum(later_impressions) "
+                    "FROM arrangement_install_subset "
                     f"WHERE experiment_id = '{EXP}' AND subset = 'all'"
                 )
                 == 7_000

@@ -46,7 +46,7 @@ def recount_decisions(svc: Service) -> tuple[dict[str, str | None], Bounds]:
         "SELECT toString(toDate(received_at)) AS day, install_id, arm, count() AS units, "
         "countIf(element_type = 'organic' AND page_index = 0 AND original_rank = 1) AS c1 "
         f"FROM extension_events WHERE experiment_id = '{EXP}' AND engine = 'google' AND type = 'click' "
-        "AND identified AND dateDiff('day', install_day, toDate(received_at)) >= 4 "
+        "AND page_index = 0 AND identified AND dateDiff('day', install_day, toDate(received_at)) >= 4 "
         "GROUP BY day, install_id, arm ORDER BY day"
     )
     installs = sorted({r["install_id"] for r in rows})

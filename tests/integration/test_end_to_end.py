@@ -19,7 +19,8 @@ pytestmark = pytest.mark.integration
 
 RECOUNT = """
 SELECT experiment_id, engine, arm, r, toStartOfMinute(received_at) AS window_start,
-       countIf(type = 'click') AS units, countIf(type = 'serp_view') AS impressions,
+       countIf(type = 'click' AND page_index = 0) AS units,
+       countIf(type = 'serp_view' AND page_index = 0) AS impressions,
        countIf(type = 'click' AND page_index = 0 AND ifNull(original_rank, 0) = r) AS clicks
 FROM extension_events ARRAY JOIN range(1, 11) AS r
 WHERE experiment_id = '{exp}'
@@ -51,9 +52,10 @@ def assert_aggregate_exact(svc: Service, exp: str) -> None:
 
 INSTALL_RECOUNT = """
 SELECT install_id, arm, toDate(received_at) AS day, identified,
-       countIf(type = 'click') AS units, countIf(type = 'serp_view') AS impressions,
+       countIf(type = 'click' AND page_index = 0) AS units,
+       countIf(type = 'serp_view' AND page_index = 0) AS impressions,
        countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 1) AS c1,
-       countIf(type = 'click' AND element_type = 'ad') AS ad
+       countIf(type = 'click' AND page_index = 0 AND element_type = 'ad') AS ad
 FROM extension_events WHERE experiment_id = '{exp}'
 GROUP BY install_id, arm, day, identified
 """
@@ -94,15 +96,17 @@ STUDY_RECOUNT = """
 SELECT install_id, engine, arm,
        least(greatest(dateDiff('day', install_day, toDate(received_at)), 0), 7) AS age,
        toUInt8(identified) AS ident, toUInt8(ads_top_count > 0) AS ads, toUInt8(box != 'none') AS boxp,
-       toUInt8(has(ssr_positions, 2)) AS ssr, countIf(type = 'click') AS units,
-       countIf(type = 'serp_view') AS impressions,
+       toUInt8(has(ssr_positions, length(arrayFilter((p, i) -> p = i, ssr_positions,
+                                                      arrayEnumerate(ssr_positions))) + 2)) AS ssr,
+       countIf(type = 'click' AND page_index = 0) AS units,
+       countIf(type = 'serp_view' AND page_index = 0) AS impressions,
        countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 1) AS c1,
        countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = 2) AS c2,
-       countIf(type = 'click' AND element_type = 'shopping_box') AS box_clicks
+       countIf(type = 'click' AND page_index = 0 AND element_type = 'shopping_box') AS box_clicks
 FROM extension_events WHERE experiment_id = '{exp}'
 GROUP BY install_id, engine, arm, age, ident, ads, boxp, ssr
 """
-SUBSET_NAMES = ("all", "ads_or_box", "no_ads_no_box", "box", "ssr_c1_c2", "ads_no_box", "no_ssr_c1_c2")
+SUBSET_NAMES = ("all", "ads_or_box", "no_ads_no_box", "box", "ssr_c1_c2", "ads_no_box", "no_ssr_c1_c2", "ads")
 SUBSET_STORED = """
 SELECT subset, install_id, engine, arm, install_age_days AS age, identified AS ident, units,
        impressions, clicks[1] AS c1, clicks[2] AS c2, clicks_box AS box_clicks
@@ -138,6 +142,7 @@ def assert_study_install_rows_exact(svc: Service, exp: str) -> None:
             "ssr_c1_c2": ssr == 1,
             "ads_no_box": ads == 1 and boxp == 0,
             "no_ssr_c1_c2": ssr == 0,
+            "ads": ads == 1,
         }[name]
 
     def subsets_match() -> bool:
@@ -164,8 +169,8 @@ def assert_study_install_rows_exact(svc: Service, exp: str) -> None:
 HOURLY_RECOUNT = """
 SELECT engine, toUInt32(toStartOfHour(received_at)) AS hour, install_id, arm,
        least(greatest(dateDiff('day', install_day, toDate(received_at)), 0), 7) AS age,
-       toUInt8(identified) AS ident, countIf(type = 'click') AS units,
-       countIf(type = 'serp_view') AS impressions, [{per_rank}] AS clicks
+       toUInt8(identified) AS ident, countIf(type = 'click' AND page_index = 0) AS units,
+       countIf(type = 'serp_view' AND page_index = 0) AS impressions, [{per_rank}] AS clicks
 FROM extension_events WHERE experiment_id = '{exp}'
 GROUP BY engine, hour, install_id, arm, age, ident
 """.replace(
@@ -259,7 +264,8 @@ WHERE experiment_id = '{exp}'
 GROUP BY arm
 """
 RANGE_RECOUNT = """
-SELECT arm, countIf(type = 'click') AS units, countIf(type = 'serp_view') AS impressions,
+SELECT arm, countIf(type = 'click' AND page_index = 0) AS units,
+       countIf(type = 'serp_view' AND page_index = 0) AS impressions,
        [{per_rank}] AS clicks
 FROM extension_events
 WHERE experiment_id = '{exp}'
@@ -416,7 +422,7 @@ def test_a_process_sigkilled_mid_stream_loses_and_duplicates_nothing(
     # the read side is back too: the report (computed in the board's process, through the
     # store) counts the kept units of a recount from the events
     kept = service.scalar(
-        "SELECT countIf(type = 'click' AND identified "
+        "SELECT countIf(type = 'click' AND page_index = 0 AND identified "
         "AND dateDiff('day', install_day, toDate(received_at)) >= 4) "
         f"FROM extension_events WHERE experiment_id = '{exp}' AND engine = 'google'"
     )

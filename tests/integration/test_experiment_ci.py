@@ -31,10 +31,10 @@ def studies(service: Service) -> Service:
 
 
 def offline_intervals(service: Service, experiment: str) -> dict[str, dict[str, tuple[float, float]]]:
-    """95% intervals from 2,000 resamples of installs, recounted from raw click events."""
+    """95% intervals from 2,000 resamples of installs, recounted from raw first-page click events."""
     rows = service.sql(
         "SELECT install_id, arm, original_rank, element_type, page_index FROM extension_events "
-        f"WHERE experiment_id = '{experiment}' AND engine = 'google' AND type = 'click' "
+        f"WHERE experiment_id = '{experiment}' AND engine = 'google' AND type = 'click' AND page_index = 0 "
         "AND identified AND dateDiff('day', install_day, toDate(received_at)) >= 4"
     )
     installs = sorted({r["install_id"] for r in rows})

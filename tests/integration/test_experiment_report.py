@@ -14,26 +14,21 @@ from analytics.stats import sequential
 from collectors.simulate.clickmodel import click_distribution
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from tests.helpers import Service, http, post_study, report_json, wait_for
+from tests.integration.helpers.closed_sums_chdb import SSR_BETWEEN
 
 pytestmark = pytest.mark.integration
 EXP = "planted"
 
 
 def expected_share(arm: str, config: TrafficConfig, outcome: str) -> float:
-    """Probability of a click outcome under the simulator's page mix. Only a first result
-    page defines positions: an organic click on a later page counts as ``other``."""
+    """Probability of a click outcome under the simulator's page mix, per first-page click:
+    only first result pages count, and the simulator draws the page independently of the
+    click, so the later pages' clicks leave the shares as they are."""
     total = 0.0
     for ads, box in itertools.product((False, True), repeat=2):
         p_ads = config.p_ads_given(box)
         p = (p_ads if ads else 1 - p_ads) * (config.p_box if box else 1 - config.p_box)
-        dist = click_distribution(arm, ads, box)
-        if outcome.startswith("c"):
-            total += p * dist[outcome] * config.p_first_page
-        elif outcome == "other":
-            organic = sum(v for k, v in dist.items() if k.startswith("c"))
-            total += p * (dist["other"] + organic * (1 - config.p_first_page))
-        else:
-            total += p * dist[outcome]
+        total += p * click_distribution(arm, ads, box)[outcome]
     return total
 
 
@@ -59,8 +54,11 @@ def test_report_recovers_planted_effects(service: Service) -> None:
         assert row[f"delta_c{rank}_ci_low"] < want_delta < row[f"delta_c{rank}_ci_high"], (arm, row)
         assert row[f"beta_c{rank}_ci_low"] < want_beta < row[f"beta_c{rank}_ci_high"], (arm, row)
 
-    deltas = [abs(a["delta_c1"]) for a in doc["arms"] if a["arm"] != "control"]
+    deltas = [-a["delta_c1"] for a in doc["arms"] if a["arm"] != "control"]  # control - arm
     assert doc["performative_power_lower_bound"] == pytest.approx(max(deltas))
+    power = doc["performative_power"]
+    assert power["value"] == doc["performative_power_lower_bound"] and power["against"] == "control"
+    assert power["ci_low"] < power["value"]
     shares = {s["arm"]: s for s in doc["element_shares"]}
     for outcome in ("ad", "shopping_box", "other"):
         assert shares["control"][outcome] == pytest.approx(
@@ -95,10 +93,12 @@ def test_report_recovers_planted_effects(service: Service) -> None:
 
     drops = {d["arm"]: d for d in doc["preprocessing"]}
     recount = service.sql(
-        "SELECT arm, countIf(type = 'click') AS units, "
-        "countIf(type = 'click' AND dateDiff('day', install_day, toDate(received_at)) < 4) AS burn, "
-        "countIf(type = 'click' AND dateDiff('day', install_day, toDate(received_at)) >= 4 "
-        "AND NOT identified) AS unidentified "
+        "SELECT arm, countIf(type = 'click' AND page_index = 0) AS units, "
+        "countIf(type = 'click' AND page_index = 0 "
+        "AND dateDiff('day', install_day, toDate(received_at)) < 4) AS burn, "
+        "countIf(type = 'click' AND page_index = 0 "
+        "AND dateDiff('day', install_day, toDate(received_at)) >= 4 AND NOT identified) AS unidentified, "
+        "countIf(type = 'click' AND page_index > 0) AS later "
         f"FROM extension_events WHERE experiment_id = '{EXP}' AND engine = 'google' GROUP BY arm"
     )
     for row in recount:
@@ -108,6 +108,8 @@ def test_report_recovers_planted_effects(service: Service) -> None:
             row["burn"],
             row["unidentified"],
         )
+        # only first result pages count: the later pages' clicks are shown dropped, apart
+        assert got["later_page_dropped"] == row["later"] > 0
         assert row["burn"] > 0
 
 
@@ -201,17 +203,22 @@ def test_sequential_intervals_and_reweighting_through_the_service(service: Servi
 
 
 def test_the_new_subsets_count_what_they_say(service: Service) -> None:
-    """ads_no_box and no_ssr_c1_c2 (the paper's Figures 4 and 6) hold exactly the units a
-    recount from raw puts there, in the report and in the analyst view."""
+    """ads_no_box, ads, ssr_c1_c2 and no_ssr_c1_c2 (the paper's Figures 4 and 6) hold exactly
+    the units a recount from raw puts there, in the report and in the analyst view. An SSR
+    between c1 and c2 is recounted here by its own reading: the leading run of specialized
+    positions 1..k (positions equal to their index), then k + 2 specialized."""
     config = TrafficConfig(experiment_id="subsets", seed=8, installs=150)
     post_study(service, config, 6_000, batch=200)
     preprocessing = (
-        "experiment_id = 'subsets' AND engine = 'google' AND type = 'click' AND identified "
+        "experiment_id = 'subsets' AND engine = 'google' AND type = 'click' AND page_index = 0 "
+        "AND identified "
         "AND dateDiff('day', install_day, toDate(received_at)) >= 4"
     )
     for subset, condition in (
         ("ads_no_box", "ads_top_count > 0 AND box = 'none'"),
-        ("no_ssr_c1_c2", "NOT has(ssr_positions, 2)"),
+        ("no_ssr_c1_c2", f"NOT {SSR_BETWEEN}"),
+        ("ssr_c1_c2", SSR_BETWEEN),
+        ("ads", "ads_top_count > 0"),
     ):
         recount = service.scalar(
             f"SELECT count() FROM extension_events WHERE {preprocessing} AND {condition}"
@@ -252,7 +259,7 @@ def test_n_candidates_quintiles_partition_the_units(service: Service) -> None:
             where.append("ads_top_count = 0 AND box = 'none'")
         rows = service.sql(
             "SELECT count() AS u FROM extension_events WHERE experiment_id = 'quintiles' AND "
-            "engine = 'google' AND type = 'click' AND identified AND "
+            "engine = 'google' AND type = 'click' AND page_index = 0 AND identified AND "
             f"dateDiff('day', install_day, toDate(received_at)) >= 4 AND {' AND '.join(where)}"
         )
         return int(rows[0]["u"])
@@ -339,14 +346,15 @@ def test_a_report_uses_the_burn_in_and_units_the_experiment_was_registered_with(
     assert registered["arms"] == named["arms"] and registered["preprocessing"] == named["preprocessing"]
     burn = {d["arm"]: d["burn_in_dropped"] for d in registered["preprocessing"]}
     recount = service.sql(
-        "SELECT arm, countIf(type = 'serp_view' AND dateDiff('day', install_day, toDate(received_at)) < 10) "
+        "SELECT arm, countIf(type = 'serp_view' AND page_index = 0 "
+        "AND dateDiff('day', install_day, toDate(received_at)) < 10) "
         f"AS burn FROM extension_events WHERE experiment_id = '{experiment}' AND engine = 'google' "
         "GROUP BY arm"
     )
     assert burn == {row["arm"]: row["burn"] for row in recount} and sum(burn.values()) > 0
     # the SRM check's units stay click units, identified and past the burn-in
     clicks = service.scalar(
-        "SELECT countIf(type = 'click' AND identified "
+        "SELECT countIf(type = 'click' AND page_index = 0 AND identified "
         "AND dateDiff('day', install_day, toDate(received_at)) >= 10) "
         f"FROM extension_events WHERE experiment_id = '{experiment}' AND engine = 'google'"
     )

@@ -28,7 +28,8 @@ def test_up_demo_serves_and_stops_cleanly(tmp_path: Path) -> None:
     wait_for(
         lambda: (
             svc.scalar("SELECT sum(units) + sum(impressions) FROM clicks_by_rank_1m WHERE original_rank = 1")
-            == 3000
+            == svc.scalar("SELECT countIf(page_index = 0) FROM extension_events")  # first pages count
+            and svc.scalar("SELECT count() FROM extension_events") == 3000
         ),
         90,
         "the demo load in the aggregate",

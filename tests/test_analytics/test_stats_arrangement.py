@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from analytics.stats.arrangement import (
@@ -10,6 +11,7 @@ from analytics.stats.arrangement import (
     distortion,
     element_shares,
     gap,
+    performative_power,
     performative_power_lower_bound,
 )
 
@@ -35,6 +37,28 @@ def test_empty_cells_are_nan_not_zero() -> None:
 def test_performative_power_is_the_largest_first_position_gap() -> None:
     deltas = {"control": 0.0, "swap_1_2": -0.19, "swap_1_3": -0.27, "swap_2_3": math.nan}
     assert performative_power_lower_bound(deltas) == pytest.approx(0.27)
+
+
+def test_the_bound_is_the_largest_drop_of_c1_not_the_largest_change() -> None:
+    """Theorem 1 reads sup_a delta_1(a) with delta = control minus arm: an arm that raises
+    c_1's clicks does not raise the bound (|delta_1| would)."""
+    assert performative_power_lower_bound({"swap_1_2": -0.1, "hide_ads_box": 0.3}) == pytest.approx(0.1)
+    found = performative_power({"swap_1_2": (-0.1, -0.15, -0.05), "hide_ads_box": (0.3, 0.2, 0.4)})
+    assert (found.value, found.arm) == (pytest.approx(0.1), "swap_1_2")
+
+
+def test_the_lower_confidence_bound_holds_for_the_maximum_over_arms() -> None:
+    """Six arms with no effect at all: the largest point drop is above zero nearly always
+    (a maximum of noise), the Bonferroni lower bound is above zero at most 5% of the time."""
+    rng = np.random.default_rng(7)
+    se, half = 0.02, 1.959964 * 0.02
+    above_point = above_bound = 0
+    for _ in range(2000):
+        draws = rng.normal(0.0, se, 6)
+        found = performative_power({f"a{k}": (d, d - half, d + half) for k, d in enumerate(draws)})
+        above_point += found.value > 0
+        above_bound += found.ci_low > 0
+    assert above_point > 1900 and above_bound <= 100
 
 
 def test_composition_and_its_inputs() -> None:

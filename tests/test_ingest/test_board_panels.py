@@ -107,7 +107,7 @@ def test_figure3_panel_has_the_reports_numbers() -> None:
     control = got["arms"][0]
     assert control["units"] == 60 and control["ctr"][0]["value"] == pytest.approx(27 / 60, abs=1e-6)
     assert control["delta"] == []
-    deltas = [abs(a["delta"][0]["value"]) for a in got["arms"][1:]]
+    deltas = [-a["delta"][0]["value"] for a in got["arms"][1:]]  # the theorem's sign: control - arm
     assert got["performative_power_lower_bound"] == pytest.approx(max(deltas), abs=1e-6)
     assert got["has_baseline"] is True
 

@@ -23,7 +23,7 @@ async def test_warm_up_computes_the_weights_of_every_stored_install(tmp_path: Pa
         await migrate(store)
         ids = [f"warm-{i:04d}" for i in range(300)]
         values = ", ".join(
-            f"('e', 'google', '{i}', '{arm}', 5, 1, 0, 0, 0, 1, 1, [1,0,0,0,0,0,0,0,0,0], 0, 0, 0, 0, "
+            f"('e', 'google', '{i}', '{arm}', 5, 1, 0, 0, 0, 1, 1, [1,0,0,0,0,0,0,0,0,0], 0, 0, 0, 0, 0, 0, "
             "now(), now(), now64(6))"
             for i in ids
             for arm in ("control", "swap_1_2")

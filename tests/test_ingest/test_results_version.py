@@ -20,7 +20,7 @@ async def test_the_version_is_the_newest_stamp_of_every_subset_row(tmp_path: Pat
         async def recompute(install: str, box: int) -> None:
             row = (
                 f"('e', 'google', '{install}', 'control', 5, 1, 0, {box}, 0, 1, 1, "
-                "[1,0,0,0,0,0,0,0,0,0], 0, 0, 0, 0, now(), now(), now64(6))"
+                "[1,0,0,0,0,0,0,0,0,0], 0, 0, 0, 0, 0, 0, now(), now(), now64(6))"
             )
             await store.execute(f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS}) VALUES {row}")
             await store.execute(subsets_sql([("e", "google", install)]))

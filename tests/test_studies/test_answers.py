@@ -92,6 +92,26 @@ def test_the_report_is_its_model() -> None:
     DecisionLine.model_validate(doc["decisions"])
 
 
+def test_performative_power_is_against_control_whatever_the_baseline() -> None:
+    """With ``--baseline hide_ads_box`` the report's gaps are against that arm, but the
+    bound on performative power is the theorem's: against control, with a lower bound."""
+    shares = element_share_rows([])
+    against_control = table(1, "control")
+    report = ExperimentReport(
+        "hide_ads_box", table(3, "hide_ads_box"), [], shares, [], against_control=against_control
+    )
+    doc = report_json(report)
+    drops = {r.arm: -r.delta[0].value for r in against_control if r.delta}
+    arm = max(drops, key=drops.__getitem__)
+    power = doc["performative_power"]
+    assert (power["arm"], power["against"]) == (arm, "control")
+    assert power["value"] == doc["performative_power_lower_bound"] == round(drops[arm], 6)
+    assert power["ci_low"] <= power["value"]
+    answers.PerformativePower.model_validate(power)
+    alone = report_json(ExperimentReport("hide_ads_box", table(3, "hide_ads_box"), [], shares, []))
+    assert alone["performative_power"]["value"] is None and "control" in alone["performative_power"]["reason"]
+
+
 def test_the_timeline_is_its_model() -> None:
     doc = {
         "window_seconds": 3600,

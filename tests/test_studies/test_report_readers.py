@@ -124,12 +124,21 @@ def report_doc() -> dict:
             }
         ],
         "performative_power_lower_bound": 0.18,
+        "performative_power": {
+            "value": 0.18,
+            "ci_low": 0.12,
+            "arm": "swap_1_3",
+            "against": "control",
+            "method": "max over arms",
+            "reason": None,
+        },
         "preprocessing": [
             {
                 "arm": "control",
                 "all_units": 400,
                 "burn_in_dropped": 90,
                 "unidentified_dropped": 10,
+                "later_page_dropped": 5,
                 "kept_clicks": 300,
             }
         ],
@@ -174,7 +183,8 @@ def test_the_long_csv_holds_every_table_of_the_json() -> None:
     assert by[("preprocessing", "control", "kept_clicks", None)]["value"] == 300
     assert by[("markets", "control", "kept_clicks", None)]["market"] == "de"
     assert by[("decisions", "swap_1_2", "delta_c1_excluded_zero", None)]["value"] == "2026-10-02"
-    assert by[("summary", None, "performative_power_lower_bound", None)]["value"] == 0.18
+    power = by[("summary", "swap_1_3", "performative_power", None)]
+    assert (power["value"], power["ci_low"]) == (0.18, 0.12)
     assert by[("warnings", None, "unweighted", None)]["value"] == "raked 0 of 0"
     tables = {r["table"] for r in rows}
     assert tables == {"arms", "box_subset", "element_shares", "preprocessing", "markets", "decisions",

@@ -162,7 +162,7 @@ export function gapPanel(answer) {
     ...decisionNotes(answer),
   ];
   if (f3.performative_power_lower_bound !== null) {
-    nodes.push(note(`Performative power, lower bound (max |δ c1| over arms): ${fmt(f3.performative_power_lower_bound)}`));
+    nodes.push(note(`Performative power, lower bound (largest drop of c1's CTR against control, over arms): ${fmt(f3.performative_power_lower_bound)}`));
   }
   return panel(arms.length, nodes, all.length ? "No control arm yet: gaps need one." : "No units after preprocessing yet.");
 }

@@ -4,5 +4,5 @@
 CREATE OR REPLACE VIEW arrangement_install AS
 SELECT experiment_id, engine, install_id, arm, install_age_days, identified, ads_present,
        box_present, ssr_c1_c2, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr,
-       clicks_other, first_slice, last_slice
+       clicks_other, first_slice, last_slice, later_units, later_impressions
 FROM agg_arrangement_install FINAL;

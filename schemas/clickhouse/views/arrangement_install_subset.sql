@@ -3,5 +3,6 @@
 -- identified.
 CREATE OR REPLACE VIEW arrangement_install_subset AS
 SELECT experiment_id, engine, subset, install_id, arm, install_age_days, identified, units,
-       impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other
+       impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, later_units,
+       later_impressions
 FROM agg_arrangement_install_subset FINAL;

@@ -2,7 +2,7 @@
 -- clustered-bootstrap intervals. A parameterised view; pass every parameter:
 --   SELECT * FROM experiment_ctr(experiment = 'demo', engine = 'google', subset = 'all',
 --       since = '2026-01-01', until = '2026-12-31', burn_in_days = 4, seed = 0);
--- subset: all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, ads_no_box, no_ssr_c1_c2,
+-- subset: all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, ads_no_box, no_ssr_c1_c2, ads,
 -- n_candidates_q1..q5 (every page of the selection) and no_ads_no_box_n_candidates_q1..q5
 -- (pages without ads or a shopping box; the paper's Figure 6, right), as `report experiment
 -- --subset` has them (anything else selects nothing). A quintile's boundaries are the
@@ -50,6 +50,7 @@ per_install AS
                   {subset:String} = 'ssr_c1_c2', ssr_c1_c2 = 1,
                   {subset:String} = 'ads_no_box', ads_present = 1 AND box_present = 0,
                   {subset:String} = 'no_ssr_c1_c2', ssr_c1_c2 = 0,
+                  {subset:String} = 'ads', ads_present = 1,
                   {subset:String} = 'n_candidates_q1', n_candidates_bucket >= 0 AND n_candidates_bucket <= q_all[1],
                   {subset:String} = 'n_candidates_q2', n_candidates_bucket > q_all[1] AND n_candidates_bucket <= q_all[2],
                   {subset:String} = 'n_candidates_q3', n_candidates_bucket > q_all[2] AND n_candidates_bucket <= q_all[3],

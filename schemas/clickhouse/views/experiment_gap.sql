@@ -40,6 +40,7 @@ per_install AS
                   {subset:String} = 'ssr_c1_c2', ssr_c1_c2 = 1,
                   {subset:String} = 'ads_no_box', ads_present = 1 AND box_present = 0,
                   {subset:String} = 'no_ssr_c1_c2', ssr_c1_c2 = 0,
+                  {subset:String} = 'ads', ads_present = 1,
                   {subset:String} = 'n_candidates_q1', n_candidates_bucket >= 0 AND n_candidates_bucket <= q_all[1],
                   {subset:String} = 'n_candidates_q2', n_candidates_bucket > q_all[1] AND n_candidates_bucket <= q_all[2],
                   {subset:String} = 'n_candidates_q3', n_candidates_bucket > q_all[2] AND n_candidates_bucket <= q_all[3],

@@ -5,7 +5,7 @@
 -- stopped the first time it excludes zero. Read from arrangement_install (burn_in_days 0..7).
 --   SELECT * FROM experiment_gap_sequential(experiment = 'demo', engine = 'google',
 --       subset = 'all', baseline = 'control', burn_in_days = 4);
--- subset: all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, ads_no_box, no_ssr_c1_c2 (the
+-- subset: all, ads_or_box, no_ads_no_box, box, ssr_c1_c2, ads_no_box, no_ssr_c1_c2, ads (the
 -- study-wide rows keep no n_candidates, so no quintiles: use `report experiment --intervals
 -- sequential --subset ...` for those).
 -- Each install's influence on R = sum X / sum U is (X_j - R U_j) / mean(U) (every install of
@@ -30,6 +30,7 @@ WITH per_install AS
                   {subset:String} = 'ssr_c1_c2', ssr_c1_c2 = 1,
                   {subset:String} = 'ads_no_box', ads_present = 1 AND box_present = 0,
                   {subset:String} = 'no_ssr_c1_c2', ssr_c1_c2 = 0,
+                  {subset:String} = 'ads', ads_present = 1,
                   0)
     GROUP BY install_id, arm
 ),

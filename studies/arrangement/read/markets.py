@@ -22,6 +22,7 @@ from typing import Any
 from analytics.stats.srm import srm_test
 from core.store import Store
 from schemas.sql import quote
+from studies.arrangement.counting import UNIT
 
 
 def markets_sql(
@@ -35,7 +36,7 @@ def markets_sql(
     if until:
         where.append(f"received_at < toDateTime64({quote(until)}, 3, 'UTC')")
     age = "dateDiff('day', install_day, toDate(received_at))"
-    kept = f"type = 'click' AND identified AND {age} >= {int(burn_in_days)}"
+    kept = f"{UNIT} AND identified AND {age} >= {int(burn_in_days)}"
     return (
         "SELECT market, arm, count() AS n_events, countIf(identified) AS n_identified, "
         f"countIf({kept}) AS n_kept "

@@ -19,7 +19,7 @@ from analytics.stats.arrangement_table import (
 from analytics.stats.bootstrap import replicate_weights
 from analytics.stats.reweight import Targets
 from core.store import Store
-from studies.arrangement.answers import INTERVAL_GUARANTEES, flatten, pp_lower_bound
+from studies.arrangement.answers import INTERVAL_GUARANTEES, flatten, power_json
 from studies.arrangement.arrays import element_totals, report_arrays
 from studies.arrangement.read.decision_line import decision_days
 from studies.arrangement.read.markets import registered_allocation
@@ -27,7 +27,7 @@ from studies.arrangement.read.planted import read_planted
 from studies.arrangement.read.raking import KeyedWeights, install_weights
 from studies.arrangement.read.warnings import report_warnings
 from studies.arrangement.selection import ReportQuery
-from studies.arrangement.tables import BOX_BASELINE, BOX_RANKS, ELEMENTS, REPLICATES
+from studies.arrangement.tables import BOX_BASELINE, BOX_RANKS, CONTROL, ELEMENTS, REPLICATES
 
 
 def table_from_rows(
@@ -112,9 +112,16 @@ class ExperimentReport:
     planted: list[dict[str, Any]] | None = None
     """A simulated study: the values it planted for this selection and baseline (``read/planted.py``)."""
 
+    against_control: list[ArmRow] | None = None
+    """Figure 3's c_1 against control when ``baseline`` is another arm: the performative
+    power bound is defined against control whatever the report's baseline."""
+
     @property
-    def performative_power_lower_bound(self) -> float:
-        return pp_lower_bound(self.figure3)
+    def performative_power(self) -> dict[str, Any]:
+        """``PerformativePower`` (``answers.power_json``), against control."""
+        if self.against_control is not None:
+            return power_json(self.against_control)
+        return power_json(self.figure3, self.baseline)
 
 
 async def run_experiment_report(
@@ -208,6 +215,7 @@ async def run_experiment_report(
         subset_bounds=query.subset_bounds(),
         warnings=report_warnings(shown, drop_rows, allocation, reweighting),
         planted=planted,
+        against_control=None if baseline == CONTROL else table(positions, 1, CONTROL),
     )
 
 
@@ -226,15 +234,14 @@ async def with_quintile_bounds(store: Store, query: ReportQuery) -> ReportQuery:
 
 def report_json(report: ExperimentReport) -> dict[str, Any]:
     """The report as ``report experiment --format json`` prints it."""
-    import math
-
-    pp = report.performative_power_lower_bound
+    power = report.performative_power
     return {
         "baseline": report.baseline,
         "arms": flatten(report.figure3),
         "box_subset": {"baseline": BOX_BASELINE, "arms": flatten(report.box)},
         "element_shares": report.shares,
-        "performative_power_lower_bound": None if math.isnan(pp) else round(pp, 6),
+        "performative_power_lower_bound": power["value"],
+        "performative_power": power,
         "preprocessing": report.drops,
         "intervals": report.intervals,
         "interval_guarantee": INTERVAL_GUARANTEES[report.intervals],

@@ -61,7 +61,10 @@ SliceKey = tuple[str, str, int]  # experiment_id, engine, slice start (unix seco
 
 KEY = "experiment_id, engine, install_id"
 CONTEXT = "arm, install_age_days, identified, ads_present, box_present, ssr_c1_c2"
-SUMS = "units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other"
+SUMS = (
+    "units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, later_units, "
+    "later_impressions"
+)
 CLOSED_COLUMNS = f"{KEY}, {CONTEXT}, {SUMS}, first_slice, last_slice, through, stale, computed_at"
 NO_STAMP = "1970-01-01 00:00:00.000000"
 NEVER = 2**32 - 1
@@ -269,7 +272,9 @@ def _slice_rows(match: str) -> str:
         SELECT {KEY}, {_slice_context()}, toUInt64(units) AS units, toUInt64(impressions) AS impressions,
                arrayMap(x -> toUInt64(x), clicks) AS clicks, toUInt64(clicks_ad) AS clicks_ad,
                toUInt64(clicks_box) AS clicks_box, toUInt64(clicks_ssr) AS clicks_ssr,
-               toUInt64(clicks_other) AS clicks_other, slice_start AS first_slice, slice_start AS last_slice
+               toUInt64(clicks_other) AS clicks_other, toUInt64(later_units) AS later_units,
+               toUInt64(later_impressions) AS later_impressions, slice_start AS first_slice,
+               slice_start AS last_slice
         FROM agg_arrangement_10s FINAL WHERE {match}"""
 
 
@@ -329,7 +334,8 @@ def installs_sql(plans: Sequence[Plan], since: str) -> str:
 INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS})
 {lists.with_clause(guard, f"[{touched}] AS touched")}
 SELECT {KEY}, {CONTEXT}, sum(units), sum(impressions), sumForEach(clicks), sum(clicks_ad), sum(clicks_box),
-       sum(clicks_ssr), sum(clicks_other), min(first_slice), max(last_slice), now64(6)
+       sum(clicks_ssr), sum(clicks_other), sum(later_units), sum(later_impressions), min(first_slice),
+       max(last_slice), now64(6)
 FROM ({" UNION ALL ".join(sources)})
 WHERE refused = 0 AND {HASH_SQL} IN touched
 GROUP BY {KEY}, {CONTEXT}
@@ -358,7 +364,7 @@ def closed_sql(plans: Sequence[Plan], since: str) -> str:
         sources.append(f"SELECT *, {new} FROM ({slices})")
         sources.append(
             f"""
-        SELECT {KEY}, '', 0, 0, 0, 0, 0, 0, 0, CAST([], 'Array(UInt64)'), 0, 0, 0, 0,
+        SELECT {KEY}, '', 0, 0, 0, 0, 0, 0, 0, CAST([], 'Array(UInt64)'), 0, 0, 0, 0, 0, 0,
                toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), {new}
         FROM ({" UNION ALL ".join(lists.rows)})"""
         )
@@ -367,7 +373,8 @@ def closed_sql(plans: Sequence[Plan], since: str) -> str:
 INSERT INTO {TABLE} ({CLOSED_COLUMNS})
 {lists.with_clause(guard)}
 SELECT {KEY}, {CONTEXT}, sum(units), sum(impressions), sumForEach(clicks), sum(clicks_ad), sum(clicks_box),
-       sum(clicks_ssr), sum(clicks_other), min(first_slice), max(last_slice), any(t_new), toUInt8(0), now64(6)
+       sum(clicks_ssr), sum(clicks_other), sum(later_units), sum(later_impressions), min(first_slice),
+       max(last_slice), any(t_new), toUInt8(0), now64(6)
 FROM ({" UNION ALL ".join(sources)})
 WHERE refused = 0
 GROUP BY {KEY}, {CONTEXT}
@@ -409,7 +416,7 @@ def stale_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
     return f"""
 INSERT INTO {TABLE} ({CLOSED_COLUMNS})
 SELECT DISTINCT experiment_id, engine, install_id, '', 0, 0, 0, 0, 0, 0, 0, CAST([], 'Array(UInt64)'), 0, 0,
-       0, 0, toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), 1, now64(6)
+       0, 0, 0, 0, toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), 1, now64(6)
 FROM raw_extension_events
 WHERE experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}
   AND received_at >= toDateTime64({int(lo)}, 3, 'UTC') AND received_at < toDateTime64({int(hi)}, 3, 'UTC')

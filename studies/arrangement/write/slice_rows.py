@@ -1,7 +1,8 @@
 """SQL that recomputes the per-install arrangement statistics of touched slices.
 
-Only a first result page (``page_index = 0``) defines positions: an organic click on a
-later page is a unit whose click is on none of c_1..c_10, counted with ``clicks_other``.
+Only a first result page (``page_index = 0``) counts (``counting.py``): clicks and views of
+later pages are kept apart as ``later_units`` and ``later_impressions``, so a report can say
+what the rule removed.
 
 Idempotent: each touched 10-second slice is recomputed whole from the deduplicated
 raw rows. Days and longer windows are sums of slices (``arrangement_install_day``).
@@ -16,6 +17,9 @@ from schemas.sql import quote
 from studies.arrangement.counting import (
     ELEMENT_CLICKS,
     IMPRESSION,
+    LATER_IMPRESSION,
+    LATER_UNIT,
+    SSR_C1_C2,
     UNIT,
     organic_clicks_by_rank,
     touched_slices,
@@ -26,7 +30,7 @@ from studies.arrangement.tables import MAX_RANKS as MAX_RANK
 COLUMNS = (
     "experiment_id, install_id, slice_start, engine, arm, install_age_days, identified, ads_present, "
     "box_present, ssr_c1_c2, n_candidates_bucket, units, impressions, clicks, clicks_ad, clicks_box, "
-    "clicks_ssr, clicks_other, computed_at"
+    "clicks_ssr, clicks_other, later_units, later_impressions, computed_at"
 )
 
 
@@ -58,11 +62,12 @@ SELECT experiment_id, install_id, toStartOfInterval(received_at, INTERVAL {SLICE
        toUInt16(least(greatest(dateDiff('day', install_day, toDate(received_at)), 0), 65535)) AS age,
        toUInt8(identified) AS ident,
        toUInt8(ads_top_count > 0) AS ads, toUInt8(box != 'none') AS boxp,
-       toUInt8(has(ssr_positions, 2)) AS ssr12,
+       toUInt8({SSR_C1_C2}) AS ssr12,
        {n_candidates_bucket_sql()} AS ncb,
        toUInt32(countIf({UNIT})), toUInt32(countIf({IMPRESSION})),
        [{per_rank}],
        {elements},
+       toUInt32(countIf({LATER_UNIT})), toUInt32(countIf({LATER_IMPRESSION})),
        now64(6)
 FROM extension_events
 WHERE received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64({hi}, 3, 'UTC')
@@ -74,7 +79,7 @@ GROUP BY experiment_id, install_id, ws, engine, arm, age, ident, ads, boxp, ssr1
 INSTALL_COLUMNS = (
     "experiment_id, engine, install_id, arm, install_age_days, identified, ads_present, box_present, "
     "ssr_c1_c2, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, "
-    "first_slice, last_slice, computed_at"
+    "later_units, later_impressions, first_slice, last_slice, computed_at"
 )
 
 
@@ -85,7 +90,7 @@ SELECT experiment_id, engine, install_id, arm,
        toUInt8(least(install_age_days, {AGE_CAP})) AS age, identified, ads_present, box_present,
        ssr_c1_c2, sum(units), sum(impressions), arrayMap(x -> toUInt64(x), sumForEach(clicks)),
        sum(clicks_ad), sum(clicks_box), sum(clicks_ssr), sum(clicks_other),
-       min(slice_start), max(slice_start), now64(6)
+       sum(later_units), sum(later_impressions), min(slice_start), max(slice_start), now64(6)
 FROM agg_arrangement_10s FINAL
 WHERE {where}
 GROUP BY experiment_id, engine, install_id, arm, age, identified, ads_present, box_present, ssr_c1_c2
@@ -112,7 +117,8 @@ def experiment_installs_sql(experiment_id: str, engine: str) -> str:
 
 SUBSET_COLUMNS = (
     "experiment_id, engine, subset, install_id, arm, install_age_days, identified, units, "
-    "impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, computed_at"
+    "impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, later_units, "
+    "later_impressions, computed_at"
 )
 
 
@@ -122,7 +128,8 @@ def subsets_select_sql(where: str) -> str:
     return f"""
 SELECT experiment_id, engine, subset, install_id, arm, install_age_days, identified,
        sum(units), sum(impressions), arrayMap(x -> toUInt64(x), sumForEach(clicks)),
-       sum(clicks_ad), sum(clicks_box), sum(clicks_ssr), sum(clicks_other), now64(6)
+       sum(clicks_ad), sum(clicks_box), sum(clicks_ssr), sum(clicks_other), sum(later_units),
+       sum(later_impressions), now64(6)
 FROM agg_arrangement_install FINAL
 ARRAY JOIN {subsets_array_sql()} AS subset
 WHERE {where}

@@ -44,23 +44,29 @@ FRESH = "fresh-install-0001"
 YOUNG = "closed-young"
 GOOGLE = (("google", 1.0),)
 
+LEADING_SSR = "length(arrayFilter((p, i) -> p = i, ssr_positions, arrayEnumerate(ssr_positions)))"
+SSR_BETWEEN = f"has(ssr_positions, {LEADING_SSR} + 2)"
+"""An SSR between c1 and c2, recounted in its own words: the leading run of specialized
+positions (each equal to its index), k long, then position k + 2 specialized."""
 CONTEXT = (
     "experiment_id, engine, install_id, arm, "
     "toUInt8(least(greatest(dateDiff('day', install_day, toDate(received_at)), 0), 7)) AS age, "
     "toUInt8(identified) AS ident, toUInt8(ads_top_count > 0) AS ads, toUInt8(box != 'none') AS boxp, "
-    "toUInt8(has(ssr_positions, 2)) AS ssr"
+    f"toUInt8({SSR_BETWEEN}) AS ssr"
 )
 COUNTS = (
-    "countIf(type = 'click') AS units, countIf(type = 'serp_view') AS impressions, ["
+    "countIf(type = 'click' AND page_index = 0) AS units, "
+    "countIf(type = 'serp_view' AND page_index = 0) AS impressions, ["
     + ", ".join(
         f"countIf(type = 'click' AND element_type = 'organic' AND page_index = 0 AND original_rank = {r})"
         for r in range(1, 11)
     )
-    + "] AS clicks, countIf(type = 'click' AND element_type = 'ad') AS clicks_ad, "
-    "countIf(type = 'click' AND element_type = 'shopping_box') AS clicks_box, "
-    "countIf(type = 'click' AND element_type = 'ssr') AS clicks_ssr, "
-    "countIf(type = 'click' AND (element_type = 'other' OR (element_type = 'organic' AND page_index > 0))) "
-    "AS clicks_other"
+    + "] AS clicks, countIf(type = 'click' AND page_index = 0 AND element_type = 'ad') AS clicks_ad, "
+    "countIf(type = 'click' AND page_index = 0 AND element_type = 'shopping_box') AS clicks_box, "
+    "countIf(type = 'click' AND page_index = 0 AND element_type = 'ssr') AS clicks_ssr, "
+    "countIf(type = 'click' AND page_index = 0 AND element_type = 'other') "
+    "AS clicks_other, countIf(type = 'click' AND page_index > 0) AS later_units, "
+    "countIf(type = 'serp_view' AND page_index > 0) AS later_impressions"
 )
 SLICE = "toStartOfInterval(received_at, INTERVAL 10 SECOND)"
 INSTALL_RECOUNT = f"""
@@ -71,8 +77,8 @@ GROUP BY experiment_id, engine, install_id, arm, age, ident, ads, boxp, ssr
 """
 INSTALL_STORED = """
 SELECT experiment_id, engine, install_id, arm, install_age_days, identified, ads_present, box_present,
-       ssr_c1_c2, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, first_slice,
-       last_slice
+       ssr_c1_c2, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, later_units,
+       later_impressions, first_slice, last_slice
 FROM {table} FINAL WHERE experiment_id = '{exp}' AND arm != ''
 """
 SUBSETS = {
@@ -83,18 +89,20 @@ SUBSETS = {
     "ssr_c1_c2": "ssr = 1",
     "ads_no_box": "ads = 1 AND boxp = 0",
     "no_ssr_c1_c2": "ssr = 0",
+    "ads": "ads = 1",
 }
 IN_SUBSETS = ", ".join(f"if({condition}, '{name}', '')" for name, condition in SUBSETS.items())
 SUBSET_RECOUNT = f"""
 SELECT experiment_id, engine, subset, install_id, arm, age, ident, sum(units), sum(impressions),
-       sumForEach(clicks), sum(clicks_ad), sum(clicks_box), sum(clicks_ssr), sum(clicks_other)
+       sumForEach(clicks), sum(clicks_ad), sum(clicks_box), sum(clicks_ssr), sum(clicks_other),
+       sum(later_units), sum(later_impressions)
 FROM ({INSTALL_RECOUNT.format(where="1")})
 ARRAY JOIN arrayFilter(s -> s != '', [{IN_SUBSETS}]) AS subset
 GROUP BY experiment_id, engine, subset, install_id, arm, age, ident
 """
 SUBSET_STORED = """
 SELECT experiment_id, engine, subset, install_id, arm, install_age_days, identified, units, impressions,
-       clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other
+       clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, later_units, later_impressions
 FROM agg_arrangement_install_subset FINAL WHERE experiment_id = '__EXP__'
 """
 SLICE_RECOUNT = f"""
@@ -104,13 +112,13 @@ GROUP BY engine, install_id, slice, arm
 """
 SLICE_STORED = """
 SELECT engine, install_id, slice_start, arm, sum(units), sum(impressions), sumForEach(clicks), sum(clicks_ad),
-       sum(clicks_box), sum(clicks_ssr), sum(clicks_other)
+       sum(clicks_box), sum(clicks_ssr), sum(clicks_other), sum(later_units), sum(later_impressions)
 FROM agg_arrangement_10s FINAL WHERE experiment_id = '__EXP__'
 GROUP BY engine, install_id, slice_start, arm
 """
 MINUTE_RECOUNT = """
-SELECT engine, arm, r, toStartOfMinute(received_at) AS window_start, countIf(type = 'click'),
-       countIf(type = 'serp_view'),
+SELECT engine, arm, r, toStartOfMinute(received_at) AS window_start,
+       countIf(type = 'click' AND page_index = 0), countIf(type = 'serp_view' AND page_index = 0),
        countIf(type = 'click' AND page_index = 0 AND ifNull(original_rank, 0) = r)
 FROM extension_events ARRAY JOIN range(1, 11) AS r WHERE experiment_id = '__EXP__'
 GROUP BY engine, arm, r, window_start
@@ -243,7 +251,7 @@ async def run(path: Path, events: int) -> dict[str, Any]:
         young: Iterator[dict[str, Any]] = ExtensionTraffic(young_config).events()
         per_batch = max(1, events // ((HISTORY_DAYS + LIVE_DAYS) * BATCHES_PER_DAY))
 
-        # 1. the first days stored and recomputed as before migration 0034, then its backfill
+        # 1. the first days stored and recomputed as before the backfill of the closed sums
         history = []
         for day in range(HISTORY_DAYS):
             for batch in range(BATCHES_PER_DAY):
@@ -258,7 +266,10 @@ async def run(path: Path, events: int) -> dict[str, Any]:
             await store.execute(slice_rows.experiment_installs_sql(EXP, engine))
             await store.execute(slice_rows.experiment_subsets_sql(EXP, engine))
             await hourly_replicates.recompute_study(store, EXP, engine)
-        (backfill,) = [m for m in load_migrations() if m.version == 34]
+        # the newest backfill of the sets: 0039 (issue 37's recount) rebuilt 0034's with the
+        # later-page columns; 0034's own statement writes the columns it knew, and runs on
+        # data directories without the later ones only
+        (backfill,) = [m for m in load_migrations() if m.version == 39]
         for _ in range(2):  # applied again (an interrupted migration is): the same sets
             for statement in backfill.statements:
                 await store.execute(statement)

@@ -80,9 +80,10 @@ async def run(path: Path, events: int) -> dict[str, Any]:
         out["rows"] = int((await store.query(f"SELECT count() FROM {table} FINAL")).rows[0][0])
         out["hours"] = int((await store.query(f"SELECT uniqExact(hour_start) FROM {table} FINAL")).rows[0][0])
 
-        # the migration's backfill, with the weights computed by ClickHouse
-        migration = next(m for m in load_migrations() if m.version == 27)
-        backfill = next(s for s in migration.statements if s.startswith("INSERT"))
+        # the newest migration's backfill (0039's recount: 0027's with first-page units), with
+        # the weights computed by ClickHouse
+        migration = next(m for m in load_migrations() if m.version == 39)
+        backfill = next(s for s in migration.statements if s.startswith(f"INSERT INTO {table}"))
         await store.execute(f"CREATE TABLE backfill AS {table}")
         await store.execute(backfill.replace(f"INSERT INTO {table}", "INSERT INTO backfill", 1))
         out["backfill_differs"] = await differing_rows(store, table, "backfill")
