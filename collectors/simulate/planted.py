@@ -56,11 +56,12 @@ class InstallTraits:
 
 def page_probabilities(world: World, engine: str, commercial: float) -> dict[tuple[bool, bool], float]:
     """P(ads, box) of one install's page: its commercial propensity scales both chances (a
-    certain or impossible box or ads stay so), keeping P(ads | box) at ``P_ADS_GIVEN_BOX``."""
+    certain or impossible box or ads stay so). Box pages carry ads with ``P_ADS_GIVEN_BOX``;
+    the other pages as keeps the share of pages with ads at the install's."""
     m = world.engine(engine)
     p_box = m.p_box if m.p_box in (0.0, 1.0) else min(1.0, m.p_box * commercial)
     p_ads = m.p_ads if m.p_ads in (0.0, 1.0) else min(1.0, m.p_ads * commercial)
-    ads_box = pw.P_ADS_GIVEN_BOX if m.p_box < 1 else p_ads
+    ads_box = pw.P_ADS_GIVEN_BOX
     ads_no_box = 0.0 if p_box >= 1 else min(max((p_ads - p_box * ads_box) / (1 - p_box), 0.0), 1.0)
     return {
         (True, True): p_box * ads_box,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,34 +10,24 @@ import numpy as np
 import pytest
 
 from analytics.stats import sequential
-from collectors.simulate.clickmodel import click_distribution
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+from collectors.simulate.planted import cell_weights, expected_shares
 from tests.helpers import Service, http, post_study, report_json, wait_for
 
 pytestmark = pytest.mark.integration
 EXP = "planted"
 
 
-def expected_share(arm: str, config: TrafficConfig, outcome: str) -> float:
-    """Probability of a click outcome under the simulator's page mix. Only a first result
-    page defines positions: an organic click on a later page counts as ``other``."""
-    total = 0.0
-    for ads, box in itertools.product((False, True), repeat=2):
-        p_ads = config.p_ads_given(box)
-        p = (p_ads if ads else 1 - p_ads) * (config.p_box if box else 1 - config.p_box)
-        dist = click_distribution(arm, ads, box)
-        if outcome.startswith("c"):
-            total += p * dist[outcome] * config.p_first_page
-        elif outcome == "other":
-            organic = sum(v for k, v in dist.items() if k.startswith("c"))
-            total += p * (dist["other"] + organic * (1 - config.p_first_page))
-        else:
-            total += p * dist[outcome]
-    return total
+def expected_share(arm: str, config: TrafficConfig, outcome: str, subset: str = "all") -> float:
+    """Share of a click outcome over the kept Google units: the simulator's exact expectation
+    (collectors/simulate/planted.py) on the panel ``config`` draws."""
+    traffic = ExtensionTraffic(config)
+    weights = cell_weights(traffic.world, traffic.traits, ["google"])
+    return expected_shares(traffic.world, weights, "google", arm, subset)[outcome]
 
 
-def expected_ctr(arm: str, config: TrafficConfig, rank: int) -> float:
-    return expected_share(arm, config, f"c{rank}")
+def expected_ctr(arm: str, config: TrafficConfig, rank: int, subset: str = "all") -> float:
+    return expected_share(arm, config, f"c{rank}", subset)
 
 
 def test_report_recovers_planted_effects(service: Service) -> None:
@@ -286,7 +275,7 @@ def test_box_subset_distortions_figure5(service: Service) -> None:
         }
 
     def planted(arm: str, baseline: str) -> float:
-        return 1 - expected_ctr(arm, config, 1) / expected_ctr(baseline, config, 1)
+        return 1 - expected_ctr(arm, config, 1, "box") / expected_ctr(baseline, config, 1, "box")
 
     # The planted distortions are the paper's (docs/method.md, "Reference values from the
     # papers"), to its two decimals.
