@@ -44,32 +44,14 @@ def extension(
     weights, engine arms, salt, burn-in), plants the paper's Figure 3 and 5 values, prints them
     and stores them (PUT /v1/experiments/{id}/planted) so reports can show them beside the
     estimates."""
-    from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig, with_registered
+    from collectors.simulate.extension_traffic import TrafficConfig
     from collectors.simulate.poster import post_batches
 
     key = _key(api_key)
     _answering(url)
-    config = TrafficConfig(experiment_id=experiment, installs=installs, seed=seed)
-    registered, unit_mode = _registered(url, key, experiment)
-    if registered is None:
-        console.print(
-            f"[yellow]experiment {experiment!r} is not registered: simulating the built-in arms "
-            f"({', '.join(a for a, _ in config.arms)}); register it to have them followed"
-        )
-    else:
-        config = with_registered(config, registered)
-    traffic = ExtensionTraffic(config)
-    planted = traffic.planted(unit_mode=unit_mode)
-    _print_planted(planted, traffic.world.model, seed, unit_mode)
-    if registered is not None:
-        _store_planted(url, key, experiment, seed, traffic.world.model, planted)
+    traffic = _paper_world(url, key, TrafficConfig(experiment_id=experiment, installs=installs, seed=seed))
     if profiles:
-        batches = [b for b in _chunks(traffic.profiles(), min(batch_size, 500))]
-        try:
-            stats = asyncio.run(post_batches(url, key, batches, concurrency=concurrency))
-        except RuntimeError as exc:
-            raise fail(str(exc)) from None
-        console.print(f"install profiles accepted {stats.accepted} of {len(traffic.installs)}")
+        _post_profiles(url, key, traffic, min(batch_size, 500), concurrency)
     with Progress(
         TextColumn("[bold]extension traffic"),
         BarColumn(),
@@ -96,6 +78,39 @@ def extension(
         f"accepted {stats.accepted}, rejected {stats.rejected}, "
         f"requests {stats.requests}, retries {stats.retries}"
     )
+
+
+def _paper_world(url: str, key: str, config: Any) -> Any:
+    """The traffic of the registered experiment (else the built-in arms, with a note), its
+    planted values printed and stored."""
+    from collectors.simulate.extension_traffic import ExtensionTraffic, with_registered
+
+    experiment, seed = config.experiment_id, config.seed
+    registered, unit_mode = _registered(url, key, experiment)
+    if registered is None:
+        console.print(
+            f"[yellow]experiment {experiment!r} is not registered: simulating the built-in arms "
+            f"({', '.join(a for a, _ in config.arms)}); register it to have them followed"
+        )
+    else:
+        config = with_registered(config, registered)
+    traffic = ExtensionTraffic(config)
+    planted = traffic.planted(unit_mode=unit_mode)
+    _print_planted(planted, traffic.world.model, seed, unit_mode)
+    if registered is not None:
+        _store_planted(url, key, experiment, seed, traffic.world.model, planted)
+    return traffic
+
+
+def _post_profiles(url: str, key: str, traffic: Any, batch_size: int, concurrency: int) -> None:
+    from collectors.simulate.poster import post_batches
+
+    batches = _chunks(traffic.profiles(), batch_size)
+    try:
+        stats = asyncio.run(post_batches(url, key, batches, concurrency=concurrency))
+    except RuntimeError as exc:
+        raise fail(str(exc)) from None
+    console.print(f"install profiles accepted {stats.accepted} of {len(traffic.installs)}")
 
 
 class _Answer(NamedTuple):
