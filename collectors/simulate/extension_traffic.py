@@ -96,7 +96,11 @@ class ExtensionTraffic:
             context, traits = self._install()
             self.installs.append(context)
             self.traits.append(traits)
-        weights = cell_weights(config.world, self.traits, CALIBRATED_ENGINES)
+        # a panel with no install past the burn-in has no kept units: calibrate on all of them
+        basis = (
+            self.traits if any(t.kept for t in self.traits) else [replace(t, kept=True) for t in self.traits]
+        )
+        weights = cell_weights(config.world, basis, CALIBRATED_ENGINES)
         world = _calibrated(config.world, weights)
         changes = {k: v for k, v in (("p_box", config.p_box), ("p_ads", config.p_ads)) if v is not None}
         for engine, _ in world.engines if changes else ():

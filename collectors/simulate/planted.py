@@ -318,7 +318,9 @@ def planted_values(
     """Every planted value: per engine, subset ``all`` against control (ranks 1..``ranks``),
     and subset ``box`` against each hide baseline the engine runs (ranks 1..``box_ranks``):
     the CTR of every arm, delta and beta of every other arm. In impression mode a unit is a
-    page view: CTR and delta are ``p_click`` times their click-mode values, beta the same."""
+    page view: CTR and delta are ``p_click`` times their click-mode values, beta the same.
+    Values a perfect estimator has no number for (a subset without units, beta against a CTR
+    of 0) are left out."""
     scale = p_click if unit_mode == "impression" else 1.0
     out: list[Planted] = []
     for engine, arms in arms_by_engine.items():
@@ -340,4 +342,4 @@ def planted_values(
                     out.append(Planted(engine, subset, baseline, arm, "delta", r, delta))
                     beta = -delta / base[r - 1] if base[r - 1] else math.nan
                     out.append(Planted(engine, subset, baseline, arm, "beta", r, beta))
-    return out
+    return [p for p in out if math.isfinite(p.value)]

@@ -158,3 +158,20 @@ def _outside(
     if low is not None and high is not None and low <= planted <= high:
         return []
     return [(key, f"planted {planted:.4f}, estimate {row[name]}, interval [{low}, {high}]")]
+
+
+def test_an_unregistered_experiment_gets_the_built_in_arms_with_a_note(service: Service) -> None:
+    """Nothing registered to follow: the built-in arms, said so; the planted values are
+    printed but there is no experiment to store them with."""
+    result = CliRunner().invoke(
+        app,
+        ["simulate", "extension", "--url", service.url, "--api-key", service.api_key, "--experiment",
+         "paper-world-unregistered", "--events", "300", "--rate", "0", "--installs", "20", "--no-profiles"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "is not registered" in result.output and "planted values" in result.output
+    assert "accepted 300" in result.output
+    stored = http(
+        "GET", service.url + "/v1/experiments/paper-world-unregistered/planted", headers=headers(service)
+    )
+    assert stored.status == 404

@@ -264,3 +264,14 @@ def test_install_traits_weigh_the_expectation() -> None:
     total = sum(w0 for _, w0, _ in weights.of("google"))
     position = sum(w1 for _, _, w1 in weights.of("google"))
     assert total == pytest.approx(4.0) and position == pytest.approx(1.0)
+
+
+def test_panels_without_box_pages_or_kept_installs_still_work() -> None:
+    """No box pages: the box subset has no number and is left out; no install past the
+    burn-in: the world is calibrated on all of them, and the traffic is drawn."""
+    no_box = ExtensionTraffic(TrafficConfig(seed=2, installs=30, p_box=0.0, arms=SEVEN_ARMS)).planted()
+    assert no_box and not any(p.subset == "box" for p in no_box)
+    assert all(math.isfinite(p.value) for p in no_box)
+    young = ExtensionTraffic(TrafficConfig(seed=2, installs=5, p_new_install=1.0))
+    assert not any(t.kept for t in young.traits)
+    assert len(list(itertools.islice(young.events(), 200))) == 200
