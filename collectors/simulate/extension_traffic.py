@@ -146,9 +146,10 @@ class ExtensionTraffic:
     # ------------------------------------------------------------------ events
 
     def profiles(self) -> list[dict[str, Any]]:
-        """One ``install_profile`` per install, from Figure 9's margins (approximate, read off
-        the figure; country and search frequency assumed). Drawn from a generator of their own
-        so the pages do not depend on whether profiles are sent."""
+        """One ``install_profile`` per install, from margins standing in for Figure 9's (age
+        and languages; assumed, as are country and search frequency: the paper's text gives no
+        numbers). Drawn from a generator of their own so the pages do not depend on whether
+        profiles are sent."""
         rng = random.Random(f"profiles:{self.config.seed}")
         out = []
         for inst in self.installs:

@@ -1,11 +1,12 @@
 """The Powermeter paper's world: the values the simulator plants, and the click model that
 plants them (docs/method.md, "Reference values from the papers"). Pure: no I/O, no sampling.
 
-Targets are read off the paper (file 000 of /work/shared/papers): Figure 3 (all pages,
+Targets are read off the paper (`papers/000_7c9ca5cb83061f8a.txt`): Figure 3 (all pages,
 Google and Bing), Figures 4 and 5 (pages with a shopping box) and §5.2's shares. The bars of
-Figure 3 the text does not give (c3..c6, the promoted results) are approximate, read off the
-figure. Figure 9's onboarding margins are approximate too, read off the figure: the paper gives
-no numbers for them.
+Figure 3 the text gives no number for (c3..c6, the promoted results) are the model's, made to
+agree with what §5.1 says of them; the paper's text holds no bar heights to read them from.
+Figure 9's onboarding margins are assumed, plausible for the panel §4.3 describes: the text
+has no number for them either (only the figure, which is not in the text).
 
 The click model (``outcome_distribution``). Every unit is one click (click mode); its outcome
 is an organic result by its *original* rank ``c1..c10``, an ``ad``, the ``shopping_box``, a
@@ -121,10 +122,10 @@ AGE_BANDS: dict[str, float] = {
     "55-64": 0.10,
     "65+": 0.06,
 }
-"""Figure 9 left (age), approximate, read off the figure: a panel of mostly younger adults."""
+"""Figure 9 left (age): assumed (the text gives no numbers), a panel of mostly younger adults."""
 SEARCH_LANGUAGES: dict[str, float] = {"en": 0.85, "de": 0.62, "fr": 0.12, "es": 0.08, "it": 0.06, "nl": 0.03}
-"""Figure 9 right (languages of online search, several per person), approximate, read off the
-figure: the share of participants naming each language. An install names at least one."""
+"""Figure 9 right (languages of online search, several per person): assumed (the text gives no
+numbers), the share of participants naming each language. An install names at least one."""
 COUNTRIES: dict[str, float] = {"DE": 0.70, "CH": 0.10, "US": 0.06, "FR": 0.05, "IT": 0.04, "NL": 0.05}
 """Not in Figure 9 (the paper has no country): assumed, for the raking dimension."""
 SEARCH_FREQUENCIES: dict[str, float] = {

@@ -29,7 +29,6 @@ from typing import Any, Literal
 from collectors.simulate import paper_world as pw
 from collectors.simulate.paper_world import BEHAVIOURS, World, outcome_distribution
 
-Subset = Literal["all", "box", "ads_or_box", "no_ads_no_box", "ads_no_box", "ssr_c1_c2", "no_ssr_c1_c2"]
 SUBSETS: dict[str, Callable[[bool, bool, bool], bool]] = {
     "all": lambda ads, box, ssr2: True,
     "box": lambda ads, box, ssr2: box,
