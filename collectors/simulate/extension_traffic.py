@@ -137,11 +137,9 @@ class ExtensionTraffic:
     def planted(self, *, unit_mode: str = "click") -> list[Planted]:
         """The exact expectations a perfect estimator converges to on this panel (click mode:
         units are kept click events; impression mode: kept page views)."""
-        known = {
-            e: [a for a in arms if pw.parse_arm(a) is not None] for e, arms in self.arms_by_engine().items()
-        }
-        weights = cell_weights(self.world, self.traits, known)
-        return planted_values(self.world, weights, known, unit_mode=unit_mode, p_click=self.config.p_click)
+        arms = self.arms_by_engine()
+        weights = cell_weights(self.world, self.traits, arms)
+        return planted_values(self.world, weights, arms, unit_mode=unit_mode, p_click=self.config.p_click)
 
     # ------------------------------------------------------------------ events
 
@@ -221,10 +219,9 @@ class ExtensionTraffic:
         arms = c.arms if only is None else [(a, weights[a]) for a in only]
         assigned = assign_arm(inst["install_id"], query_token, c.salt, arms)
         page_index = 0 if rng.random() < c.p_first_page else rng.randint(1, 3)
-        identified = (
-            rng.random() >= c.p_unidentified and page_index == 0 and pw.parse_arm(assigned) is not None
-        )
-        # an unidentified page is left unmodified and reported as control (extension/lib/page.js)
+        identified = rng.random() >= c.p_unidentified and page_index == 0
+        # an unidentified page is left unmodified and reported as control (extension/lib/page.js);
+        # an arm the click model cannot parse changes nothing on the page (a load test's names)
         arm = assigned if identified else "control"
         context = {
             "schema_version": 1,

@@ -275,3 +275,17 @@ def test_panels_without_box_pages_or_kept_installs_still_work() -> None:
     young = ExtensionTraffic(TrafficConfig(seed=2, installs=5, p_new_install=1.0))
     assert not any(t.kept for t in young.traits)
     assert len(list(itertools.islice(young.events(), 200))) == 200
+
+
+def test_arms_the_model_cannot_parse_change_nothing() -> None:
+    """A load test may name arms anything (``constructor``): they are sent as assigned, and
+    planted as control is."""
+    arms = (("control", 1.0), ("constructor", 1.0))
+    traffic = ExtensionTraffic(TrafficConfig(seed=5, installs=50, arms=arms, engines=(("google", 1.0),)))
+    sent = {e["arm"] for e in itertools.islice(traffic.events(), 2_000) if e["identified"]}
+    assert sent == {"control", "constructor"}
+    planted = planted_of(traffic)
+    for rank in range(1, 7):
+        assert planted[("google", "all", "control", "constructor", "ctr", rank)] == pytest.approx(
+            planted[("google", "all", "control", "control", "ctr", rank)]
+        )
