@@ -19,6 +19,7 @@ from ingest import (
     key_info,
     openapi,
     participants,
+    planted,
     protocol_errors,
     reports,
 )
@@ -84,6 +85,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     board.add_routes(app, settings, store, in_process=in_process or not has_store_settings(settings))
     import_routes.add_routes(app)
     participants.add_routes(app)
+    planted.add_routes(app)
     reports.add_routes(app)
     board_figures.add_routes(app)
     openapi.add_routes(app)

@@ -34,7 +34,8 @@ async def save(store: Store, config: ExperimentConfig) -> None:
     await store.insert_json_rows("experiments_log", orjson.dumps(row))
 
 
-async def _existing(request: web.Request) -> ExperimentConfig:
+async def existing(request: web.Request) -> ExperimentConfig:
+    """The experiment the path names; 404 ``not_found`` without one."""
     try:
         config = await load(request.app[STORE], request.match_info["experiment_id"])
     except StoreUnavailable as exc:
@@ -67,7 +68,7 @@ async def create(request: web.Request) -> web.Response:
 
 async def stop(request: web.Request) -> web.Response:
     authorize(request, "admin")
-    config = await _existing(request)
+    config = await existing(request)
     if config.status == "stopped":
         return json_response(config.model_dump(mode="json"))
     # an experiment stopped before its start day ends on it: its window cannot end first
@@ -79,7 +80,7 @@ async def stop(request: web.Request) -> web.Response:
 
 async def show(request: web.Request) -> web.Response:
     authorize(request, "read")
-    return json_response((await _existing(request)).model_dump(mode="json"))
+    return json_response((await existing(request)).model_dump(mode="json"))
 
 
 async def listing(request: web.Request) -> web.Response:
@@ -91,7 +92,7 @@ async def listing(request: web.Request) -> web.Response:
 async def public_config(request: web.Request) -> web.Response:
     """What extensions fetch: arms with normalised weights and the salt."""
     authorize(request, "ingest")
-    return json_response((await _existing(request)).public())
+    return json_response((await existing(request)).public())
 
 
 def add_routes(app: web.Application) -> None:

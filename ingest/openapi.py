@@ -55,6 +55,7 @@ from ingest.openapi_models import (
     EventsAllRejected,
     ImportAnswer,
     KeyInfo,
+    PlantedOut,
     Problem,
     PublicExperimentConfig,
     RecomputeState,
@@ -62,6 +63,7 @@ from ingest.openapi_models import (
     SqlResult,
 )
 from ingest.participants import MAX_INSTALLS, EraseIn, EraseOwnIn
+from ingest.planted import MAX_VALUES, PlantedIn
 from ingest.reports import ExperimentReportRequest, TimelineRequest
 from schemas.event_types import POSTING_SCOPES, SCOPE_BY_TYPE, AnyEvent
 from schemas.experiments import ExperimentConfig
@@ -439,6 +441,29 @@ OPERATIONS: tuple[Operation, ...] = (
         "Stop an experiment (its end defaults to today)",
         "admin",
         ExperimentConfig,
+        errors=merged({404: ("not_found",)}, STORE),
+        params=(EXPERIMENT_P,),
+    ),
+    Operation(
+        "PUT",
+        "/v1/experiments/{experiment_id}/planted",
+        "Store a simulated study's planted values, replacing the experiment's earlier ones",
+        "admin",
+        PlantedOut,
+        errors=merged(JSON_BODY, {400: ("bad_request",), 404: ("not_found",)}, STORE),
+        body=PlantedIn,
+        params=(EXPERIMENT_P,),
+        rules=f"At most {MAX_VALUES} values, each (engine, subset, baseline, arm, quantity, rank) once, "
+        "each engine one of the experiment's and each arm and baseline one that engine runs (400 "
+        "`bad_request` otherwise). The experiment's earlier rows are deleted, so a key the new "
+        "values lack does not survive; the answer is what is stored.",
+    ),
+    Operation(
+        "GET",
+        "/v1/experiments/{experiment_id}/planted",
+        "A simulated study's planted values (none for a real study)",
+        "read",
+        PlantedOut,
         errors=merged({404: ("not_found",)}, STORE),
         params=(EXPERIMENT_P,),
     ),

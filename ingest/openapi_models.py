@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ingest.api_keys import SCOPES
+from ingest.planted import PlantedValue
 from ingest.validation import REASONS
 from schemas.events import Engine, Ident
 from studies.arrangement.answers import (
@@ -112,6 +113,16 @@ class PublicExperimentConfig(_Closed):
     salt: str
     status: Literal["running", "stopped"]
     assignment: str
+
+
+class PlantedOut(_Closed):
+    """A simulated experiment's planted values (`ingest/planted.py`); none for a real study."""
+
+    experiment_id: Ident
+    seed: int | None = Field(ge=0)
+    model: str | None = Field(description="The click model and its version, or null without values.")
+    recorded_at: str | None = Field(description="When the values were stored (UTC), or null without any.")
+    values: list[PlantedValue]
 
 
 # --------------------------------------------------------------------------- reports

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import os
-from typing import Annotated
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -12,6 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from auditstream.cli.common import base_url, console, fail
 
 app = typer.Typer(help="Generate realistic traffic against a running service.", no_args_is_help=True)
+
+
+class Paper(enum.StrEnum):
+    powermeter = "powermeter"
 
 
 @app.command()
@@ -28,16 +33,25 @@ def extension(
     duration: Annotated[
         float, typer.Option(help="Stop after this many seconds (0 = when --events are sent)")
     ] = 0.0,
+    paper: Annotated[
+        Paper, typer.Option(help="The world simulated: the paper whose numbers are planted")
+    ] = Paper.powermeter,
+    profiles: Annotated[
+        bool, typer.Option(help="Send one install_profile (onboarding answers) per install first")
+    ] = True,
 ) -> None:
-    """Browser-extension traffic: installs, arms, a calibrated click model, boxes and ads."""
-    from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
+    """Browser-extension traffic of the paper's world: follows the registered experiment (arms,
+    weights, engine arms, salt, burn-in), plants the paper's Figure 3 and 5 values, prints them
+    and stores them (PUT /v1/experiments/{id}/planted) so reports can show them beside the
+    estimates."""
+    from collectors.simulate.extension_traffic import TrafficConfig
     from collectors.simulate.poster import post_batches
 
-    key = api_key or os.environ.get("AUDITSTREAM_API_KEY", "")
-    if not key:
-        raise fail("pass --api-key or set AUDITSTREAM_API_KEY", 2)
-    traffic = ExtensionTraffic(TrafficConfig(experiment_id=experiment, installs=installs, seed=seed))
+    key = _key(api_key)
     _answering(url)
+    traffic = _paper_world(url, key, TrafficConfig(experiment_id=experiment, installs=installs, seed=seed))
+    if profiles:
+        _post_profiles(url, key, traffic, min(batch_size, 500), concurrency)
     with Progress(
         TextColumn("[bold]extension traffic"),
         BarColumn(),
@@ -64,6 +78,121 @@ def extension(
         f"accepted {stats.accepted}, rejected {stats.rejected}, "
         f"requests {stats.requests}, retries {stats.retries}"
     )
+
+
+def _paper_world(url: str, key: str, config: Any) -> Any:
+    """The traffic of the registered experiment (else the built-in arms, with a note), its
+    planted values printed and stored."""
+    from collectors.simulate.extension_traffic import ExtensionTraffic, with_registered
+
+    experiment, seed = config.experiment_id, config.seed
+    registered, unit_mode = _registered(url, key, experiment)
+    if registered is None:
+        console.print(
+            f"[yellow]experiment {experiment!r} is not registered: simulating the built-in arms "
+            f"({', '.join(a for a, _ in config.arms)}); register it to have them followed"
+        )
+    else:
+        config = with_registered(config, registered)
+    traffic = ExtensionTraffic(config)
+    planted = traffic.planted(unit_mode=unit_mode)
+    _print_planted(planted, traffic.world.model, seed, unit_mode)
+    if registered is not None:
+        _store_planted(url, key, experiment, seed, traffic.world.model, planted)
+    return traffic
+
+
+def _post_profiles(url: str, key: str, traffic: Any, batch_size: int, concurrency: int) -> None:
+    from collectors.simulate.poster import post_batches
+
+    batches = _chunks(traffic.profiles(), batch_size)
+    try:
+        stats = asyncio.run(post_batches(url, key, batches, concurrency=concurrency))
+    except RuntimeError as exc:
+        raise fail(str(exc)) from None
+    console.print(f"install profiles accepted {stats.accepted} of {len(traffic.installs)}")
+
+
+class _Answer(NamedTuple):
+    status: int
+    body: Any
+
+
+def _call(method: str, url: str, key: str, body: Any = None) -> _Answer:
+    import urllib.error
+    import urllib.request
+
+    import orjson
+
+    request = urllib.request.Request(
+        url,
+        method=method,
+        data=None if body is None else orjson.dumps(body),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as resp:
+            return _Answer(resp.status, orjson.loads(resp.read() or b"null"))
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return _Answer(exc.code, orjson.loads(raw))
+        except orjson.JSONDecodeError:
+            return _Answer(exc.code, raw.decode(errors="replace"))
+
+
+def _registered(url: str, key: str, experiment: str) -> tuple[dict[str, Any] | None, str]:
+    """The registered experiment (the registry's config with a read key, else the public one
+    an ingest key may fetch) and its unit mode; None when it is not registered."""
+    from urllib.parse import quote
+
+    base = f"{url.rstrip('/')}/v1/experiments/{quote(experiment, safe='')}"
+    full = _call("GET", base, key)
+    if full.status == 200:
+        return full.body, str(full.body.get("unit_mode", "click"))
+    public = _call("GET", base + "/config", key)
+    if public.status == 200:
+        return public.body, "click"
+    if 404 in (full.status, public.status):
+        return None, "click"
+    raise fail(f"could not read experiment {experiment!r}: {public.status} {public.body}")
+
+
+def _print_planted(planted: list[Any], model: str, seed: int, unit_mode: str) -> None:
+    """Every planted value: one row per engine, subset, baseline, arm and quantity, ranks across."""
+    from rich.table import Table
+
+    ranks = max((p.rank for p in planted), default=0)
+    table = Table(title=f"planted values ({model}, seed {seed}, {unit_mode} units)")
+    for name in ("engine", "subset", "baseline", "arm", "quantity"):
+        table.add_column(name)
+    for r in range(1, ranks + 1):
+        table.add_column(f"c{r}", justify="right")
+    rows: dict[tuple[str, ...], dict[int, float]] = {}
+    for p in planted:
+        rows.setdefault((p.engine, p.subset, p.baseline, p.arm, p.quantity), {})[p.rank] = p.value
+    for keys, values in rows.items():
+        table.add_row(*keys, *(f"{values[r]:.4f}" if r in values else "" for r in range(1, ranks + 1)))
+    console.print(table)
+
+
+def _store_planted(url: str, key: str, experiment: str, seed: int, model: str, planted: list[Any]) -> None:
+    from urllib.parse import quote
+
+    body = {"seed": seed, "model": model, "values": [p.row() for p in planted]}
+    answer = _call("PUT", f"{url.rstrip('/')}/v1/experiments/{quote(experiment, safe='')}/planted", key, body)
+    if answer.status == 200:
+        console.print(f"stored {len(answer.body['values'])} planted values for {experiment}")
+    elif answer.status == 403:
+        console.print(
+            "[yellow]the planted values are not stored: storing them needs a key with the admin scope"
+        )
+    else:
+        raise fail(f"storing the planted values failed: {answer.status} {answer.body}")
+
+
+def _chunks(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _post_in_order(url: str, key: str, batches: list[list[dict]], label: str) -> int:
@@ -177,6 +306,8 @@ def demo(
         seed=1,
         concurrency=4,
         duration=0.0,
+        paper=Paper.powermeter,
+        profiles=True,
     )
 
 

@@ -100,10 +100,13 @@ def test_streamed_ci_matches_offline_2000_resample_bootstrap(studies: Service) -
 def test_ci_width_shrinks_as_one_over_sqrt_n(studies: Service) -> None:
     """Four times the installs and units: intervals about half as wide.
 
-    Each width is itself estimated from 200 replicates (relative error about 7%), so a
-    single ratio of two widths is noisy at about 10%. The scaling is checked on the
-    geometric mean over ten statistics (within 20% of sqrt(n ratio)), and each single
-    ratio within a noise band of 35%.
+    Each width is itself estimated from 200 replicates (relative error about 7%), and each
+    study's installs are a draw of their own (the simulator's installs differ in activity,
+    position sensitivity and commercial propensity, issue 37), so a single ratio of two
+    widths is noisy at well over 10%: with these seeds swap_1_2's delta_1 and beta_1 are
+    1.33 and 1.38 times sqrt(n ratio). The scaling is checked on the geometric mean over ten
+    statistics (within 20% of sqrt(n ratio); 1.04 here), and each single ratio within a
+    noise band of 45% (35% before the heterogeneous installs).
     """
     small = {a["arm"]: a for a in report_json(studies, SMALL, "--ranks", "2")["arms"]}
     large = {a["arm"]: a for a in report_json(studies, LARGE, "--ranks", "2")["arms"]}
@@ -119,5 +122,5 @@ def test_ci_width_shrinks_as_one_over_sqrt_n(studies: Service) -> None:
             units_ratio = min(units_ratio, large["control"]["units"] / small["control"]["units"])
         observed = width_small / width_large
         relative.append(observed / units_ratio**0.5)
-        assert observed == pytest.approx(units_ratio**0.5, rel=0.35), (arm, name, observed, units_ratio)
+        assert observed == pytest.approx(units_ratio**0.5, rel=0.45), (arm, name, observed, units_ratio)
     assert float(np.exp(np.mean(np.log(relative)))) == pytest.approx(1.0, rel=0.2), relative

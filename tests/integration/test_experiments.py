@@ -176,3 +176,56 @@ def test_concurrent_creates_of_one_id_give_one_experiment(service: Service) -> N
     (won,) = [body for status, body in answers if status == 201]
     shown = http("GET", service.url + "/v1/experiments/reg-race", None, admin(service))
     assert shown.status == 200 and shown.body["arms"] == won["arms"]
+
+
+def test_planted_values_are_replaced_and_read_back(service: Service) -> None:
+    """PUT replaces an experiment's planted values (a key the new values lack is gone), GET
+    reads them; unknown experiments are 404, bad bodies 400, all as JSON."""
+    url = service.url + "/v1/experiments/planted-1/planted"
+    assert (
+        http(
+            "POST", service.url + "/v1/experiments", orjson.dumps(config("planted-1")), admin(service)
+        ).status
+        == 201
+    )
+    row = {"engine": "google", "subset": "all", "baseline": "control", "arm": "swap_1_2"}
+    first = [
+        {**row, "quantity": "ctr", "rank": 1, "value": 0.24},
+        {**row, "quantity": "delta", "rank": 1, "value": -0.19},
+        {**row, "quantity": "beta", "rank": 1, "value": 0.44},
+    ]
+    body = {"seed": 7, "model": "powermeter-v1", "values": first}
+    put = http("PUT", url, orjson.dumps(body), admin(service))
+    assert put.status == 200, put.body
+    assert put.body["seed"] == 7 and put.body["model"] == "powermeter-v1" and len(put.body["values"]) == 3
+
+    second = {
+        "seed": 8,
+        "model": "powermeter-v1",
+        "values": [{**row, "quantity": "ctr", "rank": 1, "value": 0.25}],
+    }
+    assert http("PUT", url, orjson.dumps(second), admin(service)).status == 200
+    got = http("GET", url, headers=admin(service))
+    assert got.status == 200
+    assert got.body["seed"] == 8 and got.body["values"] == [
+        {**row, "quantity": "ctr", "rank": 1, "value": 0.25}
+    ]
+    assert got.body["recorded_at"]
+
+    bad_bodies = [
+        {**second, "extra": 1},
+        {**second, "values": [{**row, "quantity": "ctr", "rank": 11, "value": 0.1}]},
+        {**second, "values": [{**row, "quantity": "odds", "rank": 1, "value": 0.1}]},
+        {**second, "values": [{**row, "arm": "swap_1_3", "quantity": "ctr", "rank": 1, "value": 0.1}]},
+        {**second, "values": [{**row, "engine": "bing", "quantity": "ctr", "rank": 1, "value": 0.1}]},
+        {**second, "values": [{**row, "subset": "nowhere", "quantity": "ctr", "rank": 1, "value": 0.1}]},
+        {**second, "values": second["values"] * 2},
+        {"seed": 1, "model": "m", "values": [{**row, "quantity": "ctr", "rank": 1, "value": "NaN"}]},
+    ]
+    for bad in bad_bodies:
+        answer = http("PUT", url, orjson.dumps(bad), admin(service))
+        assert answer.status == 400 and answer.body["error"] == "bad_request", (bad, answer.body)
+    assert http("GET", url, headers=admin(service)).body["seed"] == 8  # untouched by the refusals
+    unknown = service.url + "/v1/experiments/no-such-planted/planted"
+    assert http("GET", unknown, headers=admin(service)).body["error"] == "not_found"
+    assert http("PUT", unknown, orjson.dumps(second), admin(service)).status == 404

@@ -49,6 +49,8 @@ ROUTES = [
     ("GET", "/v1/experiments/fuzz-exp"),
     ("GET", "/v1/experiments/fuzz-exp/config"),
     ("POST", "/v1/experiments/fuzz-exp/stop"),
+    ("PUT", "/v1/experiments/fuzz-exp/planted"),
+    ("GET", "/v1/experiments/fuzz-exp/planted"),
     ("GET", "/board"),
     ("GET", "/board/static/board.js"),
     ("GET", "/v1/board/index"),

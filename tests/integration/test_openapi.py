@@ -192,6 +192,15 @@ def check_experiments(api: Api, keys: dict[str, str], experiment_id: str) -> Non
     assert api.call("POST", stop, 200, params={"experiment_id": stopped}).body["status"] == "stopped"
     api.call("POST", stop, 404, params=absent)
     api.call("POST", stop, 403, params=ours, key=keys["read"])
+    planted = "/v1/experiments/{experiment_id}/planted"
+    assert api.call("GET", planted, 200, params=ours).body["values"] == []
+    value = {"engine": "google", "subset": "all", "baseline": "control", "arm": "control"}
+    body = {"seed": 1, "model": "openapi", "values": [{**value, "quantity": "ctr", "rank": 1, "value": 0.43}]}
+    assert api.call("PUT", planted, 200, params=ours, json=body).body["values"][0]["value"] == 0.43
+    api.call("PUT", planted, 400, params=ours, json={**body, "seed": -1})
+    api.call("PUT", planted, 404, params=absent, json=body)
+    api.call("PUT", planted, 403, params=ours, json=body, key=keys["read"])
+    api.call("GET", planted, 404, params=absent)
 
 
 def check_reports(api: Api, keys: dict[str, str], experiment_id: str) -> None:
@@ -379,6 +388,12 @@ def test_unavailable_and_rate_limited_answers_match_the_document(
         ("GET", "/v1/experiments/{experiment_id}", {"params": ours}),
         ("GET", "/v1/experiments/{experiment_id}/config", {"params": ours}),
         ("POST", "/v1/experiments/{experiment_id}/stop", {"params": ours}),
+        ("GET", "/v1/experiments/{experiment_id}/planted", {"params": ours}),
+        (
+            "PUT",
+            "/v1/experiments/{experiment_id}/planted",
+            {"params": ours, "json": {"seed": 1, "model": "m", "values": []}},
+        ),
         ("POST", "/v1/reports/experiment", {"json": body}),
         ("POST", "/v1/reports/timeline", {"json": body}),
         ("POST", "/v1/import", {"raw": line, "content_type": NDJSON}),

@@ -91,6 +91,11 @@ WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {
         "their sum must be a finite number",
     ),
     ("POST /v1/reports/experiment", 400, "bad_request"): ("sum to", "is given twice"),
+    ("PUT /v1/experiments/{experiment_id}/planted", 400, "bad_request"): (
+        "is not one of the experiment's",
+        "runs no arm",
+        "at most once",
+    ),
     ("POST /v1/sql", 400, "not_read_only"): ("",),  # a random string is rarely one SELECT
     ("POST /v1/sql", 400, "query_failed"): ("",),
 }

@@ -86,7 +86,8 @@ async def run(path: Path, events: int) -> dict[str, Any]:
     out: dict[str, Any] = {"steps": {}}
     try:
         await migrate(store)
-        config = TrafficConfig(experiment_id=EXP, seed=41, installs=80, today=START.date())
+        # box pages rare enough that some early looks of the box subset have too few installs
+        config = TrafficConfig(experiment_id=EXP, seed=41, installs=80, today=START.date(), p_box=0.01)
         await store_study(store, config, START, DAYS, events)
 
         query = ReportQuery(EXP, burn_in_days=0)
