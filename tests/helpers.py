@@ -208,15 +208,22 @@ def stop_up(svc: Service) -> int:
     return svc.process.wait(timeout=60)
 
 
-def post_study(svc: Service, config: Any, total: int, batch: int = 200) -> None:
-    """Post ``total`` simulated extension events and wait until all are in the statistics."""
+def post_study(svc: Service, config: Any, total: int, batch: int = 200, later_pages: int = 0) -> None:
+    """Post ``total`` simulated extension events and wait until all are in the statistics;
+    then ``later_pages`` more of the same installs on result pages after the first (the
+    paper's world has none: they are not units, and change no estimate)."""
     import asyncio
+    from dataclasses import replace
 
     from collectors.simulate.extension_traffic import ExtensionTraffic
     from collectors.simulate.poster import post_batches
 
     stats = asyncio.run(post_batches(svc.url, svc.api_key, ExtensionTraffic(config).batches(batch, total)))
     assert stats.accepted == total
+    if later_pages:
+        later = ExtensionTraffic(replace(config, p_first_page=0.0)).batches(batch, later_pages)
+        assert asyncio.run(post_batches(svc.url, svc.api_key, later)).accepted == later_pages
+        total += later_pages
     # The study-wide rows are recomputed after the slices, so wait for both: a report read
     # between the two would see the slices complete and the study-wide rows not yet.
     # The per-subset rows (what reports read) come right after the study-wide ones; the
