@@ -95,12 +95,14 @@ class AutocompleteQuery:
         )
 
     def nmi_sql(self) -> str:
-        """Per crawl round: roots, mean and lowest nmi, and the shock alert if one was raised
-        (shocks are judged on the trimmed network's nmi)."""
+        """Per crawl round: roots, mean and lowest nmi (RAI's Equation 3), the mean of the
+        earlier pooled reading beside it, and the shock alert if one was raised (shocks are
+        judged on the trimmed network's nmi)."""
         return (
             "SELECT c.engine AS engine, c.crawl_id AS crawl_id, "
             "toString(min(c.completed_at)) AS completed_at, count() AS roots, "
             "round(avg(c.nmi), 4) AS mean_nmi, round(min(c.nmi), 4) AS min_nmi, "
+            "round(avg(c.nmi_pooled), 4) AS mean_nmi_pooled, "
             "any(a.subject) != '' AS shock, any(a.details) AS shock_details "
             f"FROM autocomplete_crawls{self._suffix} AS c "
             "LEFT JOIN (SELECT subject, details FROM alerts WHERE kind = 'autocomplete_shock') AS a "
