@@ -8,9 +8,17 @@ Every statistic is read on the trimmed network by default, as the paper computes
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from analytics.stats.autocomplete import words
+from analytics.stats.autocomplete_compare import (
+    degree_correlation,
+    degrees,
+    length_group,
+    survival_by_length,
+)
 from analytics.stats.autocomplete_structure import spearman_p
 from schemas.sql import quote
 
@@ -25,6 +33,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "nmi": ("nmi",),
     "social": ("social", "social_roots"),
     "structure": ("summary", "depth", "degrees", "lengths", "correlations"),
+    "compare": ("degree_correlation", "survival_length", "survival_by_length"),
 }
 """Report sections and the tables each shows, in order."""
 
@@ -86,12 +95,14 @@ class AutocompleteQuery:
         )
 
     def nmi_sql(self) -> str:
-        """Per crawl round: roots, mean and lowest nmi, and the shock alert if one was raised
-        (shocks are judged on the trimmed network's nmi)."""
+        """Per crawl round: roots, mean and lowest nmi (RAI's Equation 3), the mean of the
+        earlier pooled reading beside it, and the shock alert if one was raised (shocks are
+        judged on the trimmed network's nmi)."""
         return (
             "SELECT c.engine AS engine, c.crawl_id AS crawl_id, "
             "toString(min(c.completed_at)) AS completed_at, count() AS roots, "
             "round(avg(c.nmi), 4) AS mean_nmi, round(min(c.nmi), 4) AS min_nmi, "
+            "round(avg(c.nmi_pooled), 4) AS mean_nmi_pooled, "
             "any(a.subject) != '' AS shock, any(a.details) AS shock_details "
             f"FROM autocomplete_crawls{self._suffix} AS c "
             "LEFT JOIN (SELECT subject, details FROM alerts WHERE kind = 'autocomplete_shock') AS a "
@@ -162,8 +173,30 @@ class AutocompleteQuery:
             ),
         }
 
+    def links_sql(self) -> str:
+        """The association networks' distinct links per engine over the selected crawls
+        (every engine: the correlation compares them), for `degree_table`."""
+        where = f"network = {quote(self.network)}"
+        if self.study:
+            where += f" AND startsWith(crawl_id, {quote(self.study)})"
+        if self.root:
+            where += f" AND root = {quote(self.root)}"
+        return (
+            "SELECT DISTINCT engine, source_reduced AS source, target_reduced AS target "
+            f"FROM autocomplete_association_links WHERE {where} ORDER BY engine, source, target"
+        )
+
+    def survivals_sql(self) -> str:
+        """Days survived per suggestion (engine, root, suggestion), for `survival_length_table`."""
+        return (
+            "SELECT engine, root, target AS suggestion, uniqExact(toDate(completed_at)) AS days "
+            f"FROM autocomplete_edges WHERE {self._edges_where()} "
+            "GROUP BY engine, root, suggestion ORDER BY engine, root, suggestion"
+        )
+
     def statements(self) -> dict[str, str]:
-        """Every table of the report by name (see SECTIONS)."""
+        """Every table of the report by name (see SECTIONS); those of COMPUTED are raw rows
+        that `computed` turns into the table."""
         return {
             "churn": self.churn_sql(),
             "survival": self.survival_sql(),
@@ -171,6 +204,9 @@ class AutocompleteQuery:
             "social": self.social_sql(),
             "social_roots": self.social_roots_sql(),
             **self.structure_sql(),
+            "degree_correlation": self.links_sql(),
+            "survival_length": self.survivals_sql(),
+            "survival_by_length": self.survivals_sql(),
         }
 
 
@@ -196,3 +232,76 @@ def with_p_values(result: dict[str, Any]) -> dict[str, Any]:
         p = spearman_p(float("nan") if value is None else float(value), int(row[n]))
         rows.append([*row, None if p != p else p])
     return {**result, "columns": [*columns, "p"], "rows": rows}
+
+
+def _records(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(zip(result["columns"], row, strict=True)) for row in result["rows"]]
+
+
+def _table(columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
+    """A /v1/sql-shaped answer; NaN (an undefined statistic) becomes null."""
+    clean = [[None if isinstance(v, float) and v != v else v for v in row] for row in rows]
+    return {"columns": columns, "rows": clean}
+
+
+def degree_table(result: dict[str, Any]) -> dict[str, Any]:
+    """RAI §4.4: per pair of engines and degree (in, out), Spearman's rho of the n-grams'
+    degrees in the two engines' association networks, over every n-gram either has (the
+    paper's "all of the n-grams we observed", `over` = all) and over those both have."""
+    edges: dict[str, list[tuple[str, str]]] = {}
+    for r in _records(result):
+        edges.setdefault(r["engine"], []).append((r["source"], r["target"]))
+    engines = sorted(edges)
+    rows = []
+    for i, a in enumerate(engines):
+        for b in engines[i + 1 :]:
+            for degree in ("in", "out"):
+                da, db = degrees(edges[a], degree), degrees(edges[b], degree)
+                for over in ("all", "both"):
+                    c = degree_correlation(da, db, over)
+                    rows.append([a, b, degree, over, c.n, c.rho, c.p])
+    return _table(["engine_a", "engine_b", "degree", "over", "ngrams", "rho", "p"], rows)
+
+
+def _survivals(result: dict[str, Any]) -> dict[str, list[tuple[int, int]]]:
+    """(words, days) per suggestion, per engine; words as everywhere (whitespace words)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for r in _records(result):
+        out.setdefault(r["engine"], []).append((len(words(r["suggestion"])), int(r["days"])))
+    return out
+
+
+def survival_length_table(result: dict[str, Any]) -> dict[str, Any]:
+    """RAI §4.3: per engine, the Kruskal-Wallis test of days survived across word counts."""
+    rows = []
+    for engine, pairs in sorted(_survivals(result).items()):
+        t = survival_by_length(pairs)
+        rows.append([engine, "kruskal_wallis", t.groups, t.n, t.statistic, t.p])
+    return _table(["engine", "test", "groups", "suggestions", "statistic", "p"], rows)
+
+
+def survival_by_length_table(result: dict[str, Any]) -> dict[str, Any]:
+    """Per engine and word count (the last group pooled), suggestions and their mean and
+    median days survived: the groups the test compares."""
+    rows = []
+    for engine, pairs in sorted(_survivals(result).items()):
+        groups: dict[int, list[int]] = {}
+        for n_words, lived in pairs:
+            groups.setdefault(length_group(n_words), []).append(lived)
+        for group, days in sorted(groups.items()):
+            rows.append([engine, group, len(days), statistics.fmean(days), statistics.median(days)])
+    return _table(["engine", "words", "suggestions", "mean_days", "median_days"], rows)
+
+
+COMPUTED = {
+    "correlations": with_p_values,
+    "degree_correlation": degree_table,
+    "survival_length": survival_length_table,
+    "survival_by_length": survival_by_length_table,
+}
+"""Tables finished in Python from their SQL's rows."""
+
+
+def computed(name: str, result: dict[str, Any]) -> dict[str, Any]:
+    """The table ``name`` from its SQL answer (most tables are the answer itself)."""
+    return COMPUTED[name](result) if name in COMPUTED else result

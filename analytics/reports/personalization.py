@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import date
+
 from analytics.stats.personalization import LINKS
 from schemas.events import KNOWN_LAYOUT
 from schemas.sql import quote
@@ -9,13 +12,94 @@ from schemas.sql import quote
 QUERY_COLUMNS = "query, query_category, treatment, pairs, round(personalization, 4) AS personalization"
 
 
-def sections(study: str, top: int = 5, links: str = "primary") -> dict[str, str]:
+def sections(
+    study: str,
+    top: int = 5,
+    links: str = "primary",
+    personalized: Sequence[str] = (),
+    day: date | None = None,
+) -> dict[str, str]:
     """SQL per report section, for one study; rounds compared on ``links`` (``primary``, the
-    paper's list of every result's primary link, or ``organic``)."""
+    paper's list of every result's primary link, or ``organic``). ``personalized`` names the
+    treatments of Figure 15's personalized line (none: those the noise test flags); ``day``
+    is Figure 14's single day (None: the study's first full day)."""
     if links not in LINKS:
         raise ValueError(f"links must be one of {LINKS}")
     study_only = f"WHERE study_id = {quote(study)}"
     where = f"{study_only} AND links = {quote(links)}"
+    return _paper_sections(study_only, where, top) | _figure_sections(where, personalized, day)
+
+
+def _figure_sections(where: str, personalized: Sequence[str], day: date | None) -> dict[str, str]:
+    """The sections that give Figures 12-15 as series to draw, one record per point."""
+    flagged = _personalized_test(where, personalized)
+    return {
+        "treatment_groups": (
+            # which treatments make Figure 15's personalized line, and the test behind it
+            f"SELECT treatment, toUInt8({flagged}) AS personalized, results, changed_results, "
+            "noise_results, noise_changed_results, round(z, 3) AS z "
+            f"FROM personalization_treatment_groups {where} ORDER BY treatment"
+        ),
+        "by_rank_grouped": (
+            # the paper's Figure 15: % of results changed at rank r, every test account against
+            # its control, pooled over the personalized and the other treatments, beside the
+            # control/twin noise floor; results = the results at rank r (the denominator)
+            "SELECT series, rank, results, round(share, 4) AS changed FROM (SELECT multiIf(kind = 'noise', "
+            f"'noise', {flagged}, 'personalized', 'non_personalized') AS series, r AS rank, "
+            "count() AS results, avg(changed[r]) AS share "
+            f"FROM personalization_pairs ARRAY JOIN arrayEnumerate(changed) AS r {where} "
+            "GROUP BY series, r) ORDER BY series, rank"
+        ),
+        "category_cdf": (
+            # the paper's Figure 14: per category, the CDF of Jaccard and edit distance of the
+            # treatments against the control on one day
+            "SELECT toString(d) AS day, query_category, metric, value, pairs, round(share, 4) AS cdf "
+            "FROM (SELECT day AS d, query_category, metric, value, pairs, cdf AS share "
+            f"FROM personalization_category_cdf {where} AND day IN {_figure14_day(where, day)}) "
+            "ORDER BY query_category, metric, value"
+        ),
+        "consistency_days": (
+            # the paper's Figure 12: one line per account, each day against its previous day
+            "SELECT profile_id, role, treatment, toString(previous_day) AS previous_day, "
+            "toString(day) AS day, queries, round(jaccard, 4) AS jaccard, "
+            f"round(edit_distance, 2) AS edit_distance FROM personalization_consistency_days {where} "
+            "ORDER BY profile_id, day"
+        ),
+        "consistency_category_days": (
+            # the paper's Figure 13: the same per query category, over every account
+            "SELECT query_category, toString(previous_day) AS previous_day, toString(day) AS day, "
+            "count() AS pairs, round(avg(jaccard), 4) AS jaccard, "
+            f"round(avg(edit_distance), 2) AS edit_distance FROM personalization_consistency {where} "
+            "GROUP BY query_category, previous_day, day ORDER BY query_category, day"
+        ),
+    }
+
+
+def _personalized_test(where: str, personalized: Sequence[str]) -> str:
+    """SQL true for a treatment of Figure 15's personalized line: the named ones, else those
+    whose share changed beats the noise floor (``personalization_treatment_groups``), as the
+    paper put the experiments that showed personalization on that line."""
+    if personalized:
+        return f"treatment IN ({', '.join(quote(t) for t in personalized)})"
+    return (
+        f"treatment IN (SELECT treatment FROM personalization_treatment_groups {where} AND personalized = 1)"
+    )
+
+
+def _figure14_day(where: str, day: date | None) -> str:
+    """The day of Figure 14 ("a single day of search results"): the one given, else the
+    study's first full day, the earliest of the days with the most treatment pairs (the first
+    and last days of a study are often cut short)."""
+    if day is not None:
+        return f"(toDate({quote(day.isoformat())}))"
+    return (
+        "(SELECT d FROM (SELECT toDate(round_started_at) AS d, count() AS n FROM personalization_pairs "
+        f"{where} AND kind = 'treatment' GROUP BY d) ORDER BY n DESC, d ASC LIMIT 1)"
+    )
+
+
+def _paper_sections(study_only: str, where: str, top: int) -> dict[str, str]:
+    """The tables of the paper's Figures 5-11 and 16, Table 2, and the study's health."""
     return {
         "overall": (
             "SELECT pairs, round(changed, 4) AS changed, round(changed_noise, 4) AS changed_noise, "

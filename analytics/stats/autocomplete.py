@@ -213,10 +213,55 @@ def word_distribution(suggestion_texts: Iterable[str], root: str) -> Counter[str
 
 
 def nmi(previous: Mapping[str, float], current: Mapping[str, float]) -> float:
-    """Information stability between two crawls of one root: nmi = 1 - I(W;T) / H(T).
+    """The paper's Equation 3 between two crawls of one root:
+    NMI = 2 I(S_t; S_t+1) / (H(S_t) + H(S_t+1)), the arithmetic-mean normalisation it names.
 
-    The project's reading of the paper's Equation 3 (docs/method.md, "Information stability
-    (nmi)"): T is the crawl (t or
+    S_t and S_t+1 are a word drawn from each crawl's word distribution P and Q. The paper
+    leaves their joint distribution open; this reading couples them so that a word kept
+    from t to t+1 stays itself as often as it can (the maximal coupling): mass min(P, Q) on
+    the diagonal, and what is left of P paired independently with what is left of Q. Then
+    NMI is 1 when nothing changed (equal distributions: the joint is the diagonal, I = H)
+    and 0 when the vocabularies are disjoint (the joint is the independent product), the
+    ends the paper's Figure 7 describes; it is symmetric. docs/method.md derives the sum.
+
+    Two empty distributions are 1.0; exactly one empty is 0.0; two one-word distributions
+    (zero entropy) are 1.0 when the word is the same, else 0.0. Counts must be non-negative.
+    """
+    p, q = _normalised(previous), _normalised(current)
+    if not p and not q:
+        return 1.0
+    if not p or not q:
+        return 0.0
+    h = _entropy(p.values()) + _entropy(q.values())
+    if h == 0.0:
+        return 1.0 if p.keys() == q.keys() else 0.0
+    kept = {w: min(p[w], q[w]) for w in sorted(p.keys() & q.keys())}
+    overlap = math.fsum(kept.values())
+    info = math.fsum(m * math.log(m / (p[w] * q[w])) for w, m in kept.items() if m > 0)
+    if overlap < 1.0:  # the residuals r_P = P - min, r_Q = Q - min, paired independently
+        info += math.fsum(_plogp_over(p[w] - kept.get(w, 0.0), p[w]) for w in sorted(p))
+        info += math.fsum(_plogp_over(q[w] - kept.get(w, 0.0), q[w]) for w in sorted(q))
+        info -= (1.0 - overlap) * math.log(1.0 - overlap)
+    return min(1.0, max(0.0, 2.0 * info / h))
+
+
+def _normalised(counts: Mapping[str, float]) -> dict[str, float]:
+    """The distribution of word counts (zero counts dropped); negative counts are refused."""
+    if any(v < 0 for v in counts.values()):
+        raise ValueError("word counts must be non-negative")
+    total = math.fsum(counts.values())
+    return {w: v / total for w, v in sorted(counts.items()) if v > 0}
+
+
+def _entropy(probabilities: Iterable[float]) -> float:
+    return -math.fsum(x * math.log(x) for x in probabilities if x > 0)
+
+
+def nmi_pooled(previous: Mapping[str, float], current: Mapping[str, float]) -> float:
+    """Pooled information stability between two crawls of one root: 1 - I(W;T) / H(T).
+
+    The project's first reading of the paper's Equation 3, kept beside `nmi` (column
+    nmi_pooled; docs/method.md, "Information stability (nmi)"): T is the crawl (t or
     t+1, each with probability 1/2) and W a word drawn from that crawl's word distribution.
     Then H(T) = ln 2 and I(W;T) is the Jensen-Shannon divergence of the two distributions,
     so nmi = 1 - JSD(P, Q) / ln 2: 1 when nothing changed (equal distributions, whatever

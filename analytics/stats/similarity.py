@@ -50,9 +50,13 @@ def damerau_levenshtein(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
 
 
 def changed_at_rank(a: Sequence[Hashable], b: Sequence[Hashable], ranks: int = 10) -> list[bool]:
-    """For rank 1..ranks: do the two lists hold different results there?
+    """For rank 1..n: do the two lists hold different results there? n is the last rank
+    either list fills (at most ``ranks``), so the list has one entry per result at rank r.
 
-    A rank filled in one list and empty in the other counts as changed; a rank empty in
-    both does not. This is Hannak et al.'s "results changed at rank i".
+    Hannak et al. divide the results changed at rank r "by the total number of results at
+    rank r": a rank empty on both pages holds no result and is no comparison, so it is left
+    out rather than counted as unchanged. A rank filled on one page and empty on the other
+    is a result that changed (the pair's pages differ there).
     """
-    return [(a[i] if i < len(a) else None) != (b[i] if i < len(b) else None) for i in range(ranks)]
+    n = min(ranks, max(len(a), len(b)))
+    return [(a[i] if i < len(a) else None) != (b[i] if i < len(b) else None) for i in range(n)]

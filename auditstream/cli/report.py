@@ -446,6 +446,26 @@ def _print_timeline(doc: dict[str, Any], rank: int, title: str) -> None:
 app.command(name="autocomplete")(report_autocomplete.autocomplete)
 
 
+PERSONALIZATION_TITLES = {
+    "overall": "overall: every treatment against the control, and the noise floor",
+    "by_category": "per query category",
+    "by_treatment": "per treatment value, against the control (noise = control vs its twin)",
+    "by_rank": "share of results changed per rank: treatment vs noise floor",
+    "most_personalized": "most personalized queries",
+    "least_personalized": "least personalized queries",
+    "rounds": "rounds: completeness and lock-step skew",
+    "pages": "result pages: parsed, and with a layout the SERP rules do not know",
+    "rank1": "rank 1 changed: where the new one came from, where the old one went (0: off the page)",
+    "consistency": "day to day: each profile's page against its previous day's, per category",
+    "treatment_groups": "Figure 15's groups: personalized treatments, the test against noise",
+    "by_rank_grouped": "% of results changed per rank: personalized, others, noise (Figure 15)",
+    "category_cdf": "per category, CDF of Jaccard and edit distance on one day (Figure 14)",
+    "consistency_days": "day to day per profile, each day pair (Figure 12)",
+    "consistency_category_days": "day to day per query category, each day pair (Figure 13)",
+}
+"""The table titles of ``report personalization``, one per section."""
+
+
 @app.command()
 def personalization(
     study: Annotated[str, typer.Option(help="The study id")],
@@ -453,11 +473,23 @@ def personalization(
     section: Annotated[
         str,
         typer.Option(
-            help="With --format csv: overall, by_treatment, by_category, by_rank, most_personalized, "
-            "least_personalized, rank1 (Figure 16), consistency (day to day, Figures 12-13), rounds "
-            "or pages"
+            help="With --format csv: overall, by_treatment, by_category, by_rank (Figure 5), "
+            "by_rank_grouped (Figure 15) with treatment_groups, category_cdf (Figure 14), "
+            "most_personalized, least_personalized, rank1 (Figure 16), consistency, "
+            "consistency_days (Figure 12), consistency_category_days (Figure 13), rounds or pages"
         ),
     ] = "by_treatment",
+    personalized: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A treatment of Figure 15's personalized line (repeat the option); by default "
+            "those whose share changed beats the noise floor (one-sided z test, 5%)"
+        ),
+    ] = None,
+    day: Annotated[
+        str | None,
+        typer.Option(help="Figure 14's single day, YYYY-MM-DD (default: the study's first full day)"),
+    ] = None,
     links: Annotated[
         str,
         typer.Option(
@@ -473,10 +505,13 @@ def personalization(
     """Jaccard and edit distance per treatment with the noise bars, % changed per rank vs noise,
     most/least personalized queries, round completeness with lock-step skew, and how many
     pages had a layout the SERP rules do not know (their results may be incomplete)."""
+    from datetime import date
+
     from analytics.reports.personalization import sections
 
     try:
-        statements = sections(study, top, links)
+        on_day = date.fromisoformat(day) if day else None
+        statements = sections(study, top, links, personalized or (), on_day)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
     results = _run_sections(statements, section, url, api_key, format)
@@ -487,20 +522,8 @@ def personalization(
     if format == "json":
         emit_json({name: as_dicts(r) for name, r in results.items()})
         return
-    titles = {
-        "overall": "overall: every treatment against the control, and the noise floor",
-        "by_category": "per query category",
-        "by_treatment": "per treatment value, against the control (noise = control vs its twin)",
-        "by_rank": "share of results changed per rank: treatment vs noise floor",
-        "most_personalized": "most personalized queries",
-        "least_personalized": "least personalized queries",
-        "rounds": "rounds: completeness and lock-step skew",
-        "pages": "result pages: parsed, and with a layout the SERP rules do not know",
-        "rank1": "rank 1 changed: where the new one came from, where the old one went (0: off the page)",
-        "consistency": "day to day: each profile's page against its previous day's, per category",
-    }
     for name, result in results.items():
-        print_result(result, "table", title=titles[name])
+        print_result(result, "table", title=PERSONALIZATION_TITLES[name])
 
 
 def _run_sections(

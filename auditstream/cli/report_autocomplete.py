@@ -23,6 +23,9 @@ TITLES = {
     "degrees": "out-degree of submitted queries and in-degree of suggestions (RAI Fig. 3)",
     "lengths": "words per query and change in words from query to suggestion (RAI Fig. 4)",
     "correlations": "Spearman rank correlations (RAI §4.1-4.3; at_depth empty = all depths)",
+    "degree_correlation": "association networks: Spearman rho of n-gram degrees across engines (RAI §4.4)",
+    "survival_length": "survival by query length: Kruskal-Wallis test per engine (RAI §4.3)",
+    "survival_by_length": "days survived per word count of the suggestion (RAI §4.3)",
 }
 
 
@@ -33,8 +36,9 @@ def autocomplete(
     section: Annotated[
         str,
         typer.Option(
-            help="Show one section: churn, survival, nmi, social (social, social_roots) or structure "
-            "(summary, depth, degrees, lengths, correlations), or one of those tables; '' = all. "
+            help="Show one section: churn, survival, nmi, social (social, social_roots), structure "
+            "(summary, depth, degrees, lengths, correlations) or compare (degree_correlation, "
+            "survival_length, survival_by_length), or one of those tables; '' = all. "
             "--format csv needs one table (default churn)"
         ),
     ] = "",
@@ -60,7 +64,7 @@ def autocomplete(
     schemas/clickhouse/README.md ("Autocomplete analytics");
     docs/reproducing.md maps each figure to its command.
     """
-    from analytics.reports.autocomplete import AutocompleteQuery, tables_of, with_p_values
+    from analytics.reports.autocomplete import AutocompleteQuery, computed, tables_of
 
     try:
         query = AutocompleteQuery(study, engine, root, network)  # type: ignore[arg-type]
@@ -70,9 +74,7 @@ def autocomplete(
     if format == "csv" and len(names) != 1:
         raise fail(f"--format csv prints one table; pick one of {', '.join(names)}", 2)
     statements = query.statements()
-    results = {name: run_sql(url, api_key, statements[name]) for name in names}
-    if "correlations" in results:
-        results["correlations"] = with_p_values(results["correlations"])
+    results = {name: computed(name, run_sql(url, api_key, statements[name])) for name in names}
     if not section and format != "csv" and not any(results[n]["rows"] for n in ("churn", "nmi", "survival")):
         raise fail("no completed autocomplete crawls match; is the study prefix right?", 1)
     if format == "csv":

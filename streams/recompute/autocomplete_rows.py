@@ -11,6 +11,7 @@ with the root's previous completed crawl in the same network.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ from analytics.stats.autocomplete import (
     churn,
     network_texts,
     nmi,
+    nmi_pooled,
     platforms_mentioned,
     suggestion_sets,
     text_key,
@@ -99,14 +101,17 @@ def edge_rows(crawl: CompletedCrawl, computed_at: str) -> list[dict[str, Any]]:
     return rows
 
 
-def crawl_nmi(crawl: CompletedCrawl, previous: CompletedCrawl | None) -> float:
-    """nmi between the word distributions of the two networks (root words left out).
+def crawl_nmi(
+    crawl: CompletedCrawl, previous: CompletedCrawl | None, measure: Callable[..., float] = nmi
+) -> float:
+    """nmi between the word distributions of the two networks (root words left out):
+    ``measure`` is RAI's Equation 3 (`nmi`) or the earlier pooled reading (`nmi_pooled`).
 
     A crawl with failed nodes (blocked, error) has holes, not a changed network: it gets no
     nmi and no churn, and is never the previous crawl of another (see the processor)."""
     if previous is None or crawl.n_failed:
         return math.nan
-    return nmi(
+    return measure(
         word_distribution(network_texts(previous.nodes), crawl.root),
         word_distribution(network_texts(crawl.nodes), crawl.root),
     )
@@ -114,7 +119,7 @@ def crawl_nmi(crawl: CompletedCrawl, previous: CompletedCrawl | None) -> float:
 
 def crawl_row(crawl: CompletedCrawl, previous: CompletedCrawl | None, computed_at: str) -> dict[str, Any]:
     """The crawl's row in its network: the marker's counts, the network's own size, and nmi."""
-    value = crawl_nmi(crawl, previous)
+    value, pooled = crawl_nmi(crawl, previous), crawl_nmi(crawl, previous, nmi_pooled)
     node_keys = {text_key(crawl.root)} | {text_key(n.query) for n in crawl.nodes}
     node_keys |= {text_key(t) for n in crawl.nodes for _, t in n.suggestions}
     return {
@@ -131,7 +136,9 @@ def crawl_row(crawl: CompletedCrawl, previous: CompletedCrawl | None, computed_a
         "n_blocked": crawl.n_blocked,
         "max_depth": crawl.max_depth,
         "trimming_rule": crawl.rule,
-        "nmi": None if math.isnan(value) else value,  # NULL for a root's first crawl
+        # NULL for a root's first crawl; the column nmi keeps the pooled reading (migration 0040)
+        "nmi_eq3": None if math.isnan(value) else value,
+        "nmi": None if math.isnan(pooled) else pooled,
         "computed_at": computed_at,
     }
 

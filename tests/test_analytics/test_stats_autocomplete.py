@@ -21,6 +21,7 @@ from analytics.stats.autocomplete import (
     mean_churn,
     network_texts,
     nmi,
+    nmi_pooled,
     platforms_mentioned,
     social_mentions,
     suggestion_sets,
@@ -230,7 +231,7 @@ def test_network_texts_are_the_distinct_suggestions() -> None:
     assert word_distribution(network_texts(ASA_CRAWL), ASA) == Counter(biography=1, wife=2, bio=1, age=1)
 
 
-def test_nmi_hand_computed_one_new_word() -> None:
+def test_nmi_pooled_hand_computed_one_new_word() -> None:
     """P = {a: 1}, Q = {a: 1, b: 1}; T is fair, so the pooled M = (P + Q)/2 = (3/4, 1/4).
 
     I(W;T) = H(W) - H(W|T) = H(3/4, 1/4) - (H(P) + H(Q))/2
@@ -239,7 +240,7 @@ def test_nmi_hand_computed_one_new_word() -> None:
     H(T) = 1 bit, so nmi = 1 - I = 3/4 log2 3 - 1/2, about 0.688722.
     """
     expected = 0.75 * math.log2(3) - 0.5
-    assert nmi(Counter(a=1), Counter(a=1, b=1)) == pytest.approx(expected, abs=1e-12)
+    assert nmi_pooled(Counter(a=1), Counter(a=1, b=1)) == pytest.approx(expected, abs=1e-12)
     assert expected == pytest.approx(0.688722, abs=1e-6)
 
 
@@ -258,17 +259,17 @@ def test_nmi_hand_computed_one_new_word() -> None:
         (Counter(a=0), Counter(), 1.0),  # zero counts are no words
     ],
 )
-def test_nmi_table(previous: Counter[str], current: Counter[str], expected: float) -> None:
-    assert nmi(previous, current) == pytest.approx(expected, abs=1e-12)
-    assert nmi(current, previous) == pytest.approx(expected, abs=1e-12)
+def test_nmi_pooled_table(previous: Counter[str], current: Counter[str], expected: float) -> None:
+    assert nmi_pooled(previous, current) == pytest.approx(expected, abs=1e-12)
+    assert nmi_pooled(current, previous) == pytest.approx(expected, abs=1e-12)
 
 
-def test_nmi_rejects_negative_counts() -> None:
+def test_nmi_pooled_rejects_negative_counts() -> None:
     with pytest.raises(ValueError, match="non-negative"):
-        nmi(Counter(a=-1), Counter(a=1))
+        nmi_pooled(Counter(a=-1), Counter(a=1))
 
 
-def _nmi_from_the_joint_table(previous: dict[str, int], current: dict[str, int]) -> float:
+def _pooled_from_the_joint_table(previous: dict[str, int], current: dict[str, int]) -> float:
     """Second method: build P(W, T) with P(T = t) = 1/2 and use I = H(W) + H(T) - H(W, T)."""
     vocab = sorted(set(previous) | set(current))
     p = np.array([previous.get(w, 0) for w in vocab], dtype=float)
@@ -289,12 +290,12 @@ distributions = st.dictionaries(st.sampled_from("abcdefg"), st.integers(0, 30), 
 
 
 @given(distributions, distributions)
-def test_nmi_matches_the_joint_table_and_jensen_shannon(
+def test_nmi_pooled_matches_the_joint_table_and_jensen_shannon(
     previous: dict[str, int], current: dict[str, int]
 ) -> None:
     """Both identities of DESIGN §3.3, to 1e-9 (float rounding of a dozen logs)."""
-    value = nmi(previous, current)
-    assert value == pytest.approx(_nmi_from_the_joint_table(previous, current), abs=1e-9)
+    value = nmi_pooled(previous, current)
+    assert value == pytest.approx(_pooled_from_the_joint_table(previous, current), abs=1e-9)
     vocab = sorted(set(previous) | set(current))
     js_distance = jensenshannon(
         [previous.get(w, 0) for w in vocab], [current.get(w, 0) for w in vocab], base=2
@@ -303,14 +304,78 @@ def test_nmi_matches_the_joint_table_and_jensen_shannon(
 
 
 @given(distributions, distributions)
-def test_nmi_is_a_symmetric_share(previous: dict[str, int], current: dict[str, int]) -> None:
-    assert 0.0 <= nmi(previous, current) <= 1.0
-    assert nmi(previous, current) == nmi(current, previous)
+def test_nmi_pooled_is_a_symmetric_share(previous: dict[str, int], current: dict[str, int]) -> None:
+    assert 0.0 <= nmi_pooled(previous, current) <= 1.0
+    assert nmi_pooled(previous, current) == nmi_pooled(current, previous)
 
 
 @given(distributions)
-def test_nmi_is_one_when_nothing_changed(counts: dict[str, int]) -> None:
-    assert nmi(counts, counts) == 1.0
+def test_nmi_pooled_is_one_when_nothing_changed(counts: dict[str, int]) -> None:
+    assert nmi_pooled(counts, counts) == 1.0
+
+
+def _equation3_from_the_joint_table(previous: dict[str, int], current: dict[str, int]) -> float:
+    """Second method: the maximal coupling as an explicit matrix, I from the joint's entropies."""
+    vocab = sorted(set(previous) | set(current))
+    p = np.array([previous.get(w, 0) for w in vocab], dtype=float)
+    q = np.array([current.get(w, 0) for w in vocab], dtype=float)
+    p, q = p / p.sum(), q / q.sum()
+    kept = np.minimum(p, q)
+    joint = np.diag(kept)
+    if kept.sum() < 1:
+        joint += np.outer(p - kept, q - kept) / (1 - kept.sum())
+
+    def entropy(x: np.ndarray) -> float:
+        x = x[x > 1e-300]
+        return float(-(x * np.log(x)).sum())
+
+    hp, hq = entropy(joint.sum(axis=1)), entropy(joint.sum(axis=0))
+    if hp + hq == 0:
+        return 1.0 if np.array_equal(p > 0, q > 0) else 0.0
+    return 2 * (hp + hq - entropy(joint.ravel())) / (hp + hq)
+
+
+def test_nmi_is_equation_3_with_arithmetic_normalisation() -> None:
+    """RAI Eq. 3, 2 I / (H_t + H_t+1): of 100 equally frequent words 10 are replaced. The
+    kept mass 0.9 sits on the diagonal (min(P, Q) = 0.01 each), the replaced 0.1 is paired
+    independently: I = 0.9 ln 100 - 0.1 ln 0.1, H_t = H_t+1 = ln 100. (The pooled reading
+    gives 1 - JSD / ln 2 = 0.9 here.)"""
+    before = Counter({f"w{i}": 1 for i in range(100)})
+    after = Counter({f"w{i}": 1 for i in range(10, 110)})
+    expected = 2 * (0.9 * math.log(100) - 0.1 * math.log(0.1)) / (2 * math.log(100))
+    assert nmi(before, after) == pytest.approx(expected, abs=1e-12)
+    assert nmi_pooled(before, after) == pytest.approx(0.9, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("previous", "current", "expected"),
+    [
+        (Counter(a=2, b=1), Counter(a=2, b=1), 1.0),  # nothing changed: I = H
+        (Counter(a=1, b=2), Counter(a=2, b=4), 1.0),  # same distribution, twice the words
+        (Counter(a=3, b=1), Counter(c=5, d=2), 0.0),  # disjoint: the independent product
+        (Counter(a=1), Counter(a=1, b=1), 0.0),  # one crawl without entropy: no information
+        (Counter(a=4), Counter(a=1), 1.0),  # one and the same word
+        (Counter(a=4), Counter(b=1), 0.0),
+        (Counter(), Counter(), 1.0),
+        (Counter(), Counter(a=1), 0.0),
+    ],
+)
+def test_nmi_equation_3_table(previous: Counter[str], current: Counter[str], expected: float) -> None:
+    assert nmi(previous, current) == pytest.approx(expected, abs=1e-12)
+    assert nmi(current, previous) == pytest.approx(expected, abs=1e-12)
+
+
+def test_nmi_rejects_negative_counts() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        nmi(Counter(a=-1), Counter(a=1))
+
+
+@given(distributions, distributions)
+def test_nmi_matches_the_explicit_coupling(previous: dict[str, int], current: dict[str, int]) -> None:
+    value = nmi(previous, current)
+    assert value == pytest.approx(_equation3_from_the_joint_table(previous, current), abs=1e-9)
+    assert 0.0 <= value <= 1.0 and value == pytest.approx(nmi(current, previous), abs=1e-12)
+    assert nmi(previous, previous) == pytest.approx(1.0, abs=1e-12)
 
 
 # --- social media -------------------------------------------------------------------------------

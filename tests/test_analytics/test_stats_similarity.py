@@ -79,5 +79,13 @@ def test_damerau_levenshtein_triangle_inequality(a: list[str], b: list[str], c: 
 
 
 def test_changed_at_rank() -> None:
-    assert changed_at_rank(["a", "b", "c"], ["a", "c", "b"], ranks=4) == [False, True, True, False]
-    assert changed_at_rank(["a"], ["a", "b"], ranks=3) == [False, True, False]
+    assert changed_at_rank(["a", "b", "c"], ["a", "c", "b"], ranks=4) == [False, True, True]
+    assert changed_at_rank(["a"], ["a", "b"], ranks=3) == [False, True]
+
+
+def test_changed_at_rank_leaves_out_ranks_empty_on_both_pages() -> None:
+    """Hannak et al. divide by the results at rank r: a rank neither page fills is no result,
+    not an unchanged one, so short pages do not dilute the share changed."""
+    assert changed_at_rank(["a", "b"], ["b", "a"], ranks=10) == [True, True]
+    assert changed_at_rank([], [], ranks=10) == []
+    assert changed_at_rank(["a", "b", "c"], ["a"], ranks=2) == [False, True]

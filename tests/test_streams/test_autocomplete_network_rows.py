@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from analytics.stats.autocomplete import Node, network_texts, nmi, suggestion_sets, word_distribution
+from analytics.stats.autocomplete import (
+    Node,
+    network_texts,
+    nmi,
+    nmi_pooled,
+    suggestion_sets,
+    word_distribution,
+)
 from analytics.stats.autocomplete_network import association_edges, trim_crawl
 from streams.recompute.autocomplete_rows import (
     NETWORKS,
@@ -85,9 +92,12 @@ def test_crawl_rows_per_network_with_the_networks_own_size_and_nmi() -> None:
     assert (full["net_nodes"], trimmed["net_nodes"]) == (10, 7)
     assert trimmed["net_edges"] == sum(len(x.suggestions) for x in SECOND.trimmed().nodes)
     words = lambda c: word_distribution(network_texts(c.nodes), ROOT)  # noqa: E731
-    assert trimmed["nmi"] == nmi(words(FIRST.trimmed()), words(SECOND.trimmed()))
-    assert full["nmi"] == nmi(words(FIRST), words(SECOND))
-    assert trimmed["nmi"] != full["nmi"]
+    # nmi_eq3 is RAI's Equation 3 (the views' nmi); the column nmi keeps the pooled reading
+    assert trimmed["nmi_eq3"] == nmi(words(FIRST.trimmed()), words(SECOND.trimmed()))
+    assert full["nmi_eq3"] == nmi(words(FIRST), words(SECOND))
+    assert trimmed["nmi_eq3"] != full["nmi_eq3"]
+    assert trimmed["nmi"] == nmi_pooled(words(FIRST.trimmed()), words(SECOND.trimmed()))
+    assert full["nmi"] == nmi_pooled(words(FIRST), words(SECOND))
 
 
 def test_churn_per_network_carries_the_producing_queries_length() -> None:

@@ -1,8 +1,10 @@
 -- One row per analysed crawl of a root, with nmi against the root's previous crawl of the
--- same study (NULL for its first).
+-- same study (NULL for its first): nmi is RAI's Equation 3 (2 I / (H_t + H_t+1); NULL too for
+-- crawls analysed before migration 0040), nmi_pooled the earlier reading 1 - JSD / ln 2.
 -- The full (untrimmed) network; autocomplete_crawls is the same on the trimmed one, as the paper analyses it.
 CREATE OR REPLACE VIEW autocomplete_crawls_full AS
 SELECT engine, root, crawl_id, study_id, network, completed_at, previous_crawl_id, n_nodes, n_edges,
-       n_failed, n_blocked, max_depth, trimming_rule, net_nodes, net_edges, nmi
-FROM agg_autocomplete_crawls FINAL
+       n_failed, n_blocked, max_depth, trimming_rule, net_nodes, net_edges,
+       c.nmi_eq3 AS nmi, c.nmi AS nmi_pooled
+FROM agg_autocomplete_crawls AS c FINAL
 WHERE network = 'full';

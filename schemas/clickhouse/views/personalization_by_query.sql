@@ -3,6 +3,8 @@
 -- the same query.
 -- The noise floor and personalization are NULL when the study has no control/twin pair to
 -- measure noise with (say the twin was blocked every round), never a noise floor of 0.
+-- changed: results changed over results compared, pooled over pairs (the paper's ratio); a
+-- rank empty on both pages is no result.
 CREATE OR REPLACE VIEW personalization_by_query AS
 SELECT t.study_id AS study_id, t.links AS links, t.query AS query, t.query_category AS query_category,
        t.treatment AS treatment, t.changed AS changed,
@@ -12,13 +14,13 @@ SELECT t.study_id AS study_id, t.links AS links, t.query AS query, t.query_categ
 FROM
 (
     SELECT study_id, links, query, any(query_category) AS query_category, treatment,
-           avg(arrayAvg(changed)) AS changed, avg(jaccard) AS jaccard, count() AS pairs
+           sum(arraySum(changed)) / nullIf(sum(length(changed)), 0) AS changed, avg(jaccard) AS jaccard, count() AS pairs
     FROM personalization_pairs WHERE kind = 'treatment'
     GROUP BY study_id, links, query, treatment
 ) AS t
 LEFT JOIN
 (
-    SELECT study_id, links, query, avg(arrayAvg(changed)) AS changed, avg(jaccard) AS jaccard,
+    SELECT study_id, links, query, sum(arraySum(changed)) / nullIf(sum(length(changed)), 0) AS changed, avg(jaccard) AS jaccard,
            count() AS noise_pairs
     FROM personalization_pairs WHERE kind = 'noise'
     GROUP BY study_id, links, query

@@ -1,7 +1,9 @@
 -- Personalization (Hannak et al.), from the pairs the worker compares per round; every view
--- has links ('primary', the paper's, or 'organic'): filter on it. Share of results changed at each rank: treatment vs
--- control against the noise floor (control vs twin) of the same study; personalization is
--- the difference.
+-- has links ('primary', the paper's, or 'organic'): filter on it. Share of results changed at each rank (Figure 5's
+-- reading): treatment vs control against the noise floor (control vs twin) of the same
+-- study; personalization is the difference. As the paper, the share is over the results at
+-- rank r: pairs where neither page fills rank r are not counted (pairs, noise_pairs: the
+-- results at rank r).
 -- The noise floor and personalization are NULL when the study has no control/twin pair to
 -- measure noise with (say the twin was blocked every round), never a noise floor of 0.
 CREATE OR REPLACE VIEW personalization_by_rank AS
@@ -9,7 +11,7 @@ SELECT t.study_id AS study_id, t.links AS links, t.rank AS rank, t.treatment AS 
        t.changed_treatment AS changed_treatment,
        if(n.noise_pairs = 0, NULL, n.changed_noise) AS changed_noise,
        if(n.noise_pairs = 0, NULL, t.changed_treatment - n.changed_noise) AS personalization,
-       t.pairs AS pairs
+       t.pairs AS pairs, n.noise_pairs AS noise_pairs
 FROM
 (
     SELECT study_id, links, treatment, rank, avg(changed[rank]) AS changed_treatment, count() AS pairs
