@@ -109,7 +109,17 @@ def personalization(study: str) -> list[Need]:
     return [sql(name, statements[name]) for name in PERSONALIZATION_SECTIONS]
 
 
-PERSONALIZATION_SECTIONS = ("overall", "by_treatment", "by_rank", "by_category", "consistency", "rank1")
+PERSONALIZATION_SECTIONS = (
+    "overall",
+    "by_treatment",
+    "by_rank",
+    "consistency_days",
+    "consistency_category_days",
+    "category_cdf",
+    "treatment_groups",
+    "by_rank_grouped",
+    "rank1",
+)
 AUTOCOMPLETE_TABLES = ("summary", "depth", "degrees", "lengths", "churn", "survival", "nmi")
 
 

@@ -9,30 +9,13 @@ from typing import Any
 from figures import autocomplete, personalization, sources
 from tests.test_figures.conftest import written
 
-CONSISTENCY = {
-    "request": {},
-    "rows": [
-        {
-            "query_category": "health",
-            "role": "control",
-            "day_pairs": 10,
-            "jaccard": 0.9,
-            "edit_distance": 0.5,
-        },
-        {
-            "query_category": "health",
-            "role": "logged_in",
-            "day_pairs": 10,
-            "jaccard": 0.7,
-            "edit_distance": 1.5,
-        },
-    ],
-}
 SECTION_OF = {
-    "figure5_15_by_rank": "by_rank",
+    "figure5_by_rank": "by_rank",
     "figures6_11_by_treatment": "by_treatment",
-    "figures12_13_consistency": "consistency",
-    "figure14_by_category": "by_category",
+    "figure12_consistency_days": "consistency_days",
+    "figure13_consistency_categories": "consistency_category_days",
+    "figure14_category_cdf": "category_cdf",
+    "figure15_grouped": "by_rank_grouped",
     "figure16_rank1": "rank1",
     "figure2_depth": "depth",
     "figure3_degrees": "degrees",
@@ -57,11 +40,49 @@ def _check(figs: list[Any], answers: dict[str, Any], tmp_path: Path) -> None:
 
 
 def test_personalization_figures(personalization_answers: dict[str, Any], tmp_path: Path) -> None:
-    personalization_answers["consistency"] = CONSISTENCY  # the recorded study ran one day
     figs = personalization_draw(personalization_answers)
-    assert [f.name for f in figs] == list(SECTION_OF)[:5]
+    assert [f.name for f in figs] == list(SECTION_OF)[:7]
     _check(figs, personalization_answers, tmp_path)
     assert "logged_in" in written(figs[1], tmp_path) and "noise" in written(figs[1], tmp_path)
+
+
+def test_hannak_figures_12_to_15_in_the_papers_layout(
+    personalization_answers: dict[str, Any], tmp_path: Path
+) -> None:
+    """Figure 12 one line per account and 13 per category over day pairs, 14 one CDF per
+    category on the day its caption names, 15 the personalized, non-personalized and noise
+    lines with each line's treatments in the caption."""
+    fig12, fig13, fig14, fig15 = (
+        f("pers-sim", personalization_answers)
+        for f in (
+            personalization.consistency_days,
+            personalization.consistency_categories,
+            personalization.category_cdf,
+            personalization.by_rank_grouped,
+        )
+    )
+    profiles = {r["profile_id"] for r in personalization_answers["consistency_days"]["rows"]}
+    for fig, lines in ((fig12, len(profiles)), (fig13, 4)):
+        jaccard, edit = fig.figure.axes
+        assert len(jaccard.get_lines()) == len(edit.get_lines()) == lines, fig.name
+        assert [t.get_text() for t in jaccard.get_xticklabels()][:2] == ["21/22", "22/23"]
+        assert jaccard.get_ylabel() == "Avg. Jaccard" and edit.get_ylabel() == "Avg. Edit Distance"
+    assert "logged-in (logged_in)" in written(fig12, tmp_path)
+    cdf_j, cdf_e = fig14.figure.axes
+    assert len(cdf_j.get_lines()) == len(cdf_e.get_lines()) == 4
+    assert "single day: 2026-11-27" in fig14.caption
+    ax = fig15.figure.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "Personalized results",
+        "Non-personalized results",
+        "noise (control vs twin)",
+    ]
+    (personal,) = [ln for ln in ax.get_lines() if ln.get_label() == "Personalized results"]
+    grouped = personalization_answers["by_rank_grouped"]["rows"]
+    assert list(personal.get_ydata()) == [
+        100 * r["changed"] for r in grouped if r["series"] == "personalized"
+    ]
+    assert "Personalized line: logged_in; non-personalized: location=Boston" in fig15.caption
 
 
 def personalization_draw(answers: dict[str, Any]) -> list[Any]:
@@ -69,13 +90,14 @@ def personalization_draw(answers: dict[str, Any]) -> list[Any]:
 
 
 def test_an_empty_section_says_so(personalization_answers: dict[str, Any], tmp_path: Path) -> None:
-    fig = personalization.consistency("pers-sim", personalization_answers)
+    personalization_answers["consistency_days"] = {"request": {}, "rows": []}  # a study of one day
+    fig = personalization.consistency_days("pers-sim", personalization_answers)
     assert fig.rows == [] and "no day pairs" in written(fig, tmp_path)
 
 
 def test_autocomplete_figures(autocomplete_answers: dict[str, Any], tmp_path: Path) -> None:
     figs = autocomplete.draw("rai-sim", autocomplete_answers)
-    assert [f.name for f in figs] == list(SECTION_OF)[5:]
+    assert [f.name for f in figs] == list(SECTION_OF)[7:]
     _check(figs, autocomplete_answers, tmp_path)
     assert "google" in written(figs[0], tmp_path)
 
