@@ -6,7 +6,10 @@ What each reads: Figure 2 ``depth`` (mean nodes per depth, full and trimmed); Fi
 Figure 4 ``lengths`` (words per query, change in words); Figure 5 ``churn`` (mean churn by
 rank x depth); Figure 6 ``survival`` (share of suggestions by days seen); Figure 7 ``nmi``
 (mean and lowest nmi per crawl round, shocks marked: the report has no per-root series);
-Figure 9 the association networks' degrees (docs/reproducing.md's statement).
+Figure 9 the association networks' degrees (docs/reproducing.md's statement). The
+``compare`` section goes into captions, not panels: Figure 6's says how survival differs
+with suggestion length (``survival_length``'s test, ``survival_by_length``'s mean days per
+word count), Figure 9's the engines' degree correlation (``degree_correlation``: rho, p, n).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 from matplotlib.ticker import NullFormatter
 
+from analytics.stats.autocomplete_compare import LENGTH_CAP
 from figures import caption
 from figures.bars import same_y
 from figures.render import Figure, new_figure
@@ -28,6 +32,45 @@ def _n(answers: dict[str, Any]) -> str:
     return (
         ", ".join(f"{r['engine']} {r['crawls']} crawls, {r['submitted_queries']} queries" for r in summary)
         or "0 crawls"
+    )
+
+
+def _num(value: Any, spec: str) -> str:
+    """A statistic as the caption prints it; an undefined one (null) as such."""
+    return "undefined" if value is None else format(value, spec)
+
+
+def survival_note(answers: dict[str, Any]) -> str:
+    """Figure 6's note from ``survival_length`` and ``survival_by_length`` (RAI §4.3: does
+    survival differ with query length?)."""
+    groups = by(answers["survival_by_length"], "engine")
+    parts = []
+    for test in answers["survival_length"]["rows"]:
+        means = ", ".join(
+            f"{g['words']}{'+' if g['words'] == LENGTH_CAP else ''}: {_num(g['mean_days'], '.1f')}"
+            for g in groups.get(test["engine"], [])
+        )
+        parts.append(
+            f"{test['engine']} H = {_num(test['statistic'], '.2f')}, p = {_num(test['p'], '.2g')} "
+            f"({test['suggestions']} suggestions in {test['groups']} word counts; mean days by words "
+            f"{means or 'none'})"
+        )
+    return f"Survival by suggestion length (Kruskal-Wallis across word counts, {LENGTH_CAP}+ pooled): " + (
+        "; ".join(parts) or "no suggestions"
+    )
+
+
+def correlation_note(answers: dict[str, Any]) -> str:
+    """Figure 9's note from ``degree_correlation`` (RAI §4.4: the engines' association
+    networks, Spearman's rho of the n-grams' degrees over every n-gram either has)."""
+    rows = [r for r in answers["degree_correlation"]["rows"] if r["over"] == "all"]
+    parts = [
+        f"{r['engine_a']}-{r['engine_b']} {r['degree']}-degree rho = {_num(r['rho'], '.2f')} "
+        f"(p = {_num(r['p'], '.2g')}, n = {r['ngrams']} n-grams)"
+        for r in rows
+    ]
+    return "Degree correlation across engines (Spearman, every n-gram either network has): " + (
+        "; ".join(parts) or "one engine, nothing to correlate"
     )
 
 
@@ -201,7 +244,10 @@ def survival(study: str, answers: dict[str, Any]) -> Figure:
         ax.legend(frameon=False)
     columns = ["engine", "days", "suggestions", "share"]
     text = caption.plain(
-        study, "Suggestions (root, suggestion) by distinct UTC days seen", _n(answers), METHOD
+        study,
+        f"Suggestions (root, suggestion) by distinct UTC days seen. {survival_note(answers)}",
+        _n(answers),
+        METHOD,
     )
     return Figure(
         "figure6_survival", "Figure 6: survival of suggestions", text, fig, columns, rows_of(section, columns)
@@ -284,7 +330,7 @@ def associations(study: str, answers: dict[str, Any]) -> Figure:
     text = caption.plain(
         study,
         "Association networks of reduced n-grams aggregated over roots "
-        "(view autocomplete_associations, via POST /v1/sql)",
+        f"(view autocomplete_associations, via POST /v1/sql). {correlation_note(answers)}",
         _n(answers),
         "Counts of n-grams per degree, no intervals",
     )

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from analytics.reports.autocomplete import AutocompleteQuery
+from analytics.reports.autocomplete import AutocompleteQuery, computed
 from analytics.reports.personalization import sections
 from schemas.sql import quote
 
@@ -43,6 +43,9 @@ class Need:
     path: str
     body: tuple[tuple[str, Any], ...]
     fallback: Need | None = None
+    tables: tuple[str, ...] = ()
+    """A statement whose rows the report finishes in Python (``report autocomplete``'s
+    ``computed``): the answers are these tables, by name, instead of ``key``."""
 
     @property
     def asked(self) -> dict[str, Any]:
@@ -59,8 +62,8 @@ def report(experiment_id: str, engine: str, subset: str = "all", baseline: str =
     return Need(key, REPORT, tuple({**body, **REPORT_OPTIONS}.items()))
 
 
-def sql(key: str, statement: str) -> Need:
-    return Need(key, SQL, (("sql", statement),))
+def sql(key: str, statement: str, tables: tuple[str, ...] = ()) -> Need:
+    return Need(key, SQL, (("sql", statement),), tables=tables)
 
 
 def focus_engine(config: dict[str, Any]) -> str:
@@ -121,15 +124,22 @@ PERSONALIZATION_SECTIONS = (
     "rank1",
 )
 AUTOCOMPLETE_TABLES = ("summary", "depth", "degrees", "lengths", "churn", "survival", "nmi")
+COMPARE_TABLES = ("degree_correlation", "survival_length", "survival_by_length")
+"""``report autocomplete --section compare``: Figure 9's caption (the engines' degree
+correlation) and Figure 6's (survival by length)."""
 
 
 def autocomplete(prefix: str) -> list[Need]:
-    """The ``report autocomplete`` tables the RAI figures draw, and Figure 9's degrees of the
-    association networks (the statement of docs/reproducing.md, per engine)."""
+    """The ``report autocomplete`` tables the RAI figures draw, Figure 9's degrees of the
+    association networks (the statement of docs/reproducing.md, per engine) and the compare
+    section, each of its statements asked once (survival_length and survival_by_length are
+    two tables of one statement's rows)."""
     statements = AutocompleteQuery(prefix).statements()
     return [
         *(sql(name, statements[name]) for name in AUTOCOMPLETE_TABLES),
         sql("associations", associations_sql(prefix)),
+        sql("compare_links", statements["degree_correlation"], ("degree_correlation",)),
+        sql("compare_survivals", statements["survival_length"], ("survival_length", "survival_by_length")),
     ]
 
 
@@ -154,10 +164,18 @@ def gather(needs: list[Need], ask: Ask, done: Callable[[Need], None] | None = No
     """Every need asked once; answers by key (``None``: a selection without units)."""
     answers: dict[str, Any] = {}
     for need in needs:
-        answers[need.key] = _one(need, ask)
+        _keep(answers, need, _one(need, ask))
         if done is not None:
             done(need)
     return answers
+
+
+def _keep(answers: dict[str, Any], need: Need, answer: Any) -> None:
+    """An answer under its key, or a finished statement's tables under theirs."""
+    if need.tables:
+        answers.update(answer)
+    else:
+        answers[need.key] = answer
 
 
 def _one(need: Need, ask: Ask) -> Any:
@@ -171,7 +189,10 @@ def _one(need: Need, ask: Ask) -> Any:
 
 async def agather(needs: list[Need], ask: AsyncAsk) -> dict[str, Any]:
     """``gather`` for an asynchronous ``ask`` (the board's compute and store)."""
-    return {need.key: await _aone(need, ask) for need in needs}
+    answers: dict[str, Any] = {}
+    for need in needs:
+        _keep(answers, need, await _aone(need, ask))
+    return answers
 
 
 async def _aone(need: Need, ask: AsyncAsk) -> Any:
@@ -200,8 +221,15 @@ def _fell_back(need: Need, answer: Any) -> Any:
 
 
 def _settled(need: Need, answer: Any) -> Any:
-    """An answer with the request it answered; a statement's rows as dicts."""
+    """An answer with the request it answered; a statement's rows as dicts (those of a
+    statement the report finishes, its tables by name, as ``report autocomplete`` computes them)."""
     if need.path == SQL:
-        rows = [dict(zip(answer["columns"], row, strict=True)) for row in answer["rows"]]
-        return {"request": need.asked, "rows": rows}
+        if need.tables:
+            return {t: _records(need, computed(t, answer)) for t in need.tables}
+        return _records(need, answer)
     return {**answer, "request": need.asked}
+
+
+def _records(need: Need, answer: dict[str, Any]) -> dict[str, Any]:
+    rows = [dict(zip(answer["columns"], row, strict=True)) for row in answer["rows"]]
+    return {"request": need.asked, "rows": rows}

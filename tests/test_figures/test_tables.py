@@ -104,5 +104,81 @@ def test_autocomplete_figures(autocomplete_answers: dict[str, Any], tmp_path: Pa
 
 def test_the_papers_ask_the_report_sections() -> None:
     assert {n.key for n in sources.personalization("s")} == set(sources.PERSONALIZATION_SECTIONS)
-    assert {n.key for n in sources.autocomplete("p")} == {*sources.AUTOCOMPLETE_TABLES, "associations"}
-    assert all(n.path == sources.SQL for n in sources.autocomplete("p"))
+    needs = sources.autocomplete("p")
+    assert {n.key for n in needs} == {
+        *sources.AUTOCOMPLETE_TABLES,
+        "associations",
+        "compare_links",
+        "compare_survivals",
+    }
+    assert all(n.path == sources.SQL for n in needs)
+    assert [t for n in needs for t in n.tables] == list(sources.COMPARE_TABLES)
+
+
+def test_the_compare_section_is_asked_once_and_finished_as_the_report_does() -> None:
+    """One statement per compare source; survival_length and survival_by_length both come
+    from the one survivals answer, as ``report autocomplete --section compare`` computes them."""
+    asked: list[str] = []
+
+    def ask(path: str, body: dict[str, Any]) -> Any:
+        asked.append(body["sql"])
+        if "autocomplete_association_links" in body["sql"]:
+            edges = [["bing", "a", "b"], ["bing", "a", "c"], ["google", "a", "b"], ["google", "c", "b"]]
+            return {"columns": ["engine", "source", "target"], "rows": edges}
+        rows = [["google", "r", "a b", 1], ["google", "r", "a b c", 3], ["google", "r", "a b c d", 2]]
+        return {"columns": ["engine", "root", "suggestion", "days"], "rows": rows}
+
+    compare = [n for n in sources.autocomplete("p") if n.tables]
+    answers = sources.gather(compare, ask)
+    assert len(asked) == 2 and set(answers) == set(sources.COMPARE_TABLES)
+    assert [r["words"] for r in answers["survival_by_length"]["rows"]] == [2, 3, 4]
+    assert answers["survival_length"]["rows"][0]["groups"] == 3
+    assert {(r["degree"], r["over"]) for r in answers["degree_correlation"]["rows"]} == {
+        ("in", "all"),
+        ("in", "both"),
+        ("out", "all"),
+        ("out", "both"),
+    }
+    assert answers["degree_correlation"]["request"] == compare[0].asked
+
+
+def test_captions_carry_the_compare_section(autocomplete_answers: dict[str, Any]) -> None:
+    """Figure 9's caption names the engines' degree correlation (rho, p, n), Figure 6's the
+    survival-by-length test and mean days per word count; the CSVs stay the numbers drawn."""
+    one_engine = autocomplete.associations("rai-sim", autocomplete_answers)
+    assert "one engine, nothing to correlate" in one_engine.caption
+    assert "google H = undefined, p = undefined (2004 suggestions in 4 word counts" in (
+        autocomplete.survival("rai-sim", autocomplete_answers).caption
+    )
+    autocomplete_answers["degree_correlation"] = {
+        "request": {},
+        "rows": [
+            {
+                "engine_a": "bing",
+                "engine_b": "google",
+                "degree": d,
+                "over": o,
+                "ngrams": n,
+                "rho": rho,
+                "p": p,
+            }
+            for d, o, n, rho, p in (
+                ("in", "all", 340, 0.49, 1.2e-21),
+                ("in", "both", 120, 0.61, 3e-13),
+                ("out", "all", 340, 0.38, 4.4e-13),
+                ("out", "both", 120, None, None),
+            )
+        ],
+    }
+    autocomplete_answers["survival_length"]["rows"][0] |= {"statistic": 2.345, "p": 0.504}
+    autocomplete_answers["survival_by_length"]["rows"].append(
+        {"engine": "google", "words": 6, "suggestions": 3, "mean_days": 2.5, "median_days": 2}
+    )
+    fig9 = autocomplete.associations("rai-sim", autocomplete_answers)
+    assert "bing-google in-degree rho = 0.49 (p = 1.2e-21, n = 340 n-grams)" in fig9.caption
+    assert "bing-google out-degree rho = 0.38 (p = 4.4e-13, n = 340 n-grams)" in fig9.caption
+    assert "0.61" not in fig9.caption  # the paper's reading: over every n-gram either has
+    fig6 = autocomplete.survival("rai-sim", autocomplete_answers)
+    assert "google H = 2.35, p = 0.5 (2004 suggestions" in fig6.caption
+    assert "mean days by words 2: 1.0, 3: 1.0, 4: 1.0, 5: 1.0, 6+: 2.5" in fig6.caption
+    assert fig6.columns == ["engine", "days", "suggestions", "share"]
