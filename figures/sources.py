@@ -6,7 +6,9 @@ HTTP call, or the board's own compute) and returns the answers by key, each with
 request it answered (``request``): captions read the selection from it. A subset the
 service does not know (400) is asked again as its ``fallback`` (and the answer says so); a
 selection without units (404) is ``None``: its panel says "no units" instead of failing
-the whole run.
+the whole run. A statement whose rows the report finishes in Python (``report autocomplete
+--section compare``) names its ``tables``: they are computed as the report computes them and
+answered by their own names.
 """
 
 from __future__ import annotations

@@ -25,10 +25,12 @@ ARMS = {"control": 4.0, "swap_1_2": 1.0, "swap_1_3": 1.0, "swap_2_3": 1.0, "hide
 ARMS |= {"hide_ads_box": 1.0, "hide_ads_box_swap_1_2": 1.0}
 POWERMETER = ("figure3_google", "figure3_bing", "figure4", "figure5", "figure6", "figure8", "figure9")
 PERSONALIZATION = {
-    "figure5_15_by_rank": "by_rank",
+    "figure5_by_rank": "by_rank",
     "figures6_11_by_treatment": "by_treatment",
-    "figures12_13_consistency": "consistency",
-    "figure14_by_category": "by_category",
+    "figure12_consistency_days": "consistency_days",
+    "figure13_consistency_categories": "consistency_category_days",
+    "figure14_category_cdf": "category_cdf",
+    "figure15_grouped": "by_rank_grouped",
     "figure16_rank1": "rank1",
 }
 AUTOCOMPLETE = {
@@ -159,7 +161,10 @@ def test_figures_of_the_three_papers(service: Service, tmp_path: Path) -> None:
         for name in names:
             for ext in ("svg", "png", "csv"):
                 assert (out / paper / f"{name}.{ext}").stat().st_size > 0, (paper, name, ext)
-    assert "Figure 3 (bing)" in (out / "index.html").read_text()
+    index = (out / "index.html").read_text()
+    assert "Figure 3 (bing)" in index
+    assert "Degree correlation across engines" in index and "Survival by suggestion length" in index
+    assert "Personalized line: " in index
     _check_powermeter(service, out / "powermeter")
     pers = orjson.loads(_cli(service, "report", "personalization", "--study", PERS, "--format", "json"))
     _check_sections(out / "personalization", PERSONALIZATION, pers)
@@ -175,7 +180,8 @@ def _check_board(service: Service, out: Path) -> None:
     for paper, name, query in (
         ("powermeter", "figure3_bing", f"experiment={EXP}"),
         ("powermeter", "figure5", f"experiment={EXP}"),
-        ("personalization", "figure5_15_by_rank", f"study={PERS}"),
+        ("personalization", "figure5_by_rank", f"study={PERS}"),
+        ("personalization", "figure15_grouped", f"study={PERS}"),
         ("autocomplete", "figure5_churn", f"study={CRAWLS}"),
     ):
         with urllib.request.urlopen(

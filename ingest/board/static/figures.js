@@ -18,10 +18,12 @@ export const FIGURES = {
     ["figure9", "Figure 9: the panel's age and languages"],
   ],
   personalization: [
-    ["figure5_15_by_rank", "Hannak Figures 5, 15: results changed per rank"],
+    ["figure5_by_rank", "Hannak Figure 5: results changed per rank, per treatment"],
     ["figures6_11_by_treatment", "Hannak Figures 6-11: Jaccard and edit distance per treatment"],
-    ["figures12_13_consistency", "Hannak Figures 12-13: day-to-day consistency"],
-    ["figure14_by_category", "Hannak Figure 14: per category (means)"],
+    ["figure12_consistency_days", "Hannak Figure 12: day-to-day consistency per account"],
+    ["figure13_consistency_categories", "Hannak Figure 13: day-to-day consistency per query category"],
+    ["figure14_category_cdf", "Hannak Figure 14: CDFs per query category, one day"],
+    ["figure15_grouped", "Hannak Figure 15: results changed per rank, personalized vs not"],
     ["figure16_rank1", "Hannak Figure 16: movement of the rank-1 result"],
   ],
   autocomplete: [

@@ -29,7 +29,7 @@ from tests.integration.helpers.chdb_study import print_run, store_study
 EXP = "get-only"
 DAYS = 4
 PARAMS = {"experiment_id": EXP, "study_id": "none", "recompute_id": "rc_" + "0" * 20, "name": "board.js"}
-PARAMS |= {"paper": "personalization", "figure": "figure5_15_by_rank"}  # the study's statements, drawn
+PARAMS |= {"paper": "personalization", "figure": "figure5_by_rank"}  # the study's statements, drawn
 QUERIES = {
     "/v1/board/experiments/{experiment_id}": ["", "?intervals=bootstrap", "?intervals=sequential"],
     "/v1/board/autocomplete": ["?study=none&engine=google"],

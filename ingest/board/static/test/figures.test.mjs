@@ -9,12 +9,16 @@ test("a selection shows the selected engine's Figure 3, the experiment's others 
   assert.equal(list[0].path, "/v1/board/figures/powermeter/figure3_bing?experiment=pm%201");
   assert.deepEqual(
     list.map((f) => f.paper),
-    [...Array(6).fill("powermeter"), ...Array(5).fill("personalization"), ...Array(7).fill("autocomplete")],
+    [...Array(6).fill("powermeter"), ...Array(7).fill("personalization"), ...Array(7).fill("autocomplete")],
   );
   assert.equal(list.at(-1).path, "/v1/board/figures/autocomplete/figure9_associations?study=rai");
   assert.deepEqual(figureList({ experiment: "", engine: "", ac: "", ps: "" }), []);
   assert.equal(figureList({ experiment: "x", engine: "" })[0].name, "figure3_google");
   assert.equal(FIGURES.powermeter.length, 5);
+  assert.deepEqual(
+    FIGURES.personalization.map(([name]) => name),
+    ["figure5_by_rank", "figures6_11_by_treatment", "figure12_consistency_days", "figure13_consistency_categories", "figure14_category_cdf", "figure15_grouped", "figure16_rank1"],
+  );
 });
 
 test("figures are drawn again only when the selection changes", () => {
