@@ -49,6 +49,7 @@ def by_rank(study: str, answers: dict[str, Any]) -> Figure:
                 ranks,
                 [100 * r["changed"] for r in rows],
                 marker="o",
+                markersize=3,
                 color=colour(treatment, i),
                 label=treatment,
             )
@@ -61,6 +62,7 @@ def by_rank(study: str, answers: dict[str, Any]) -> Figure:
         integer_x(ax, [r["rank"] for r in section["rows"]])
         ax.set_xlabel("search result rank")
         ax.set_ylabel("% results changed")
+        ax.set_ylim(bottom=0)  # as Figure 15: the share from zero
         ax.legend(frameon=False)
     columns = ["treatment", "rank", "changed", "noise"]
     text = caption.plain(
