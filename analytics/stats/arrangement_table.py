@@ -238,8 +238,10 @@ def within_range(table: list[ArmRow], baseline: str) -> list[ArmRow]:
     """``table`` as a report shows it: every interval cut to its statistic's range
     (``RANGES``, never past the point estimate: a CTR per shown page may exceed 1), and no
     interval where the arm, or for gaps and distortions its baseline, has too few units
-    (``too_few``). Applied once where the report's tables are made, so its JSON, CSV and
-    the board agree."""
+    (``too_few``). An interval of no width is no interval either: every replicate agreed,
+    because the arm (or its baseline) had no click at that position, or only such clicks, and
+    ``0.000 [0.000, 0.000]`` would claim a certainty the data cannot give. Applied once where
+    the report's tables are made, so its JSON, CSV and the board agree."""
     base = next((r for r in table if r.arm == baseline), None)
     thin_base = base is None or too_few(base)
     out = []
@@ -259,7 +261,7 @@ def within_range(table: list[ArmRow], baseline: str) -> list[ArmRow]:
 
 
 def _within(e: Estimate, kind: str, thin: bool) -> Estimate:
-    if thin or math.isnan(e.value):
+    if thin or math.isnan(e.value) or e.ci_low == e.ci_high:
         return Estimate(e.value, math.nan, math.nan)
     lo, hi = RANGES[kind]
     # max/min keep a NaN bound NaN (it is their first argument)

@@ -159,21 +159,29 @@ def _registered(url: str, key: str, experiment: str) -> tuple[dict[str, Any] | N
 
 
 def _print_planted(planted: list[Any], model: str, seed: int, unit_mode: str) -> None:
-    """Every planted value: one row per engine, subset, baseline, arm and quantity, ranks across."""
+    """The planted Figure 3 (all pages, against control), one row per engine, arm and quantity,
+    ranks across; the rest (the box subset's Figure 5 against hide_box and hide_ads_box) is
+    counted, not listed: it is stored and ``report experiment`` shows each beside its estimate."""
     from rich.table import Table
 
-    ranks = max((p.rank for p in planted), default=0)
-    table = Table(title=f"planted values ({model}, seed {seed}, {unit_mode} units)")
-    for name in ("engine", "subset", "baseline", "arm", "quantity"):
+    shown = [p for p in planted if p.subset == "all" and p.baseline == "control"]
+    ranks = max((p.rank for p in shown), default=0)
+    table = Table(title=f"planted Figure 3, all pages ({model}, seed {seed}, {unit_mode} units)")
+    for name in ("engine", "arm", "quantity"):
         table.add_column(name)
     for r in range(1, ranks + 1):
         table.add_column(f"c{r}", justify="right")
     rows: dict[tuple[str, ...], dict[int, float]] = {}
-    for p in planted:
-        rows.setdefault((p.engine, p.subset, p.baseline, p.arm, p.quantity), {})[p.rank] = p.value
+    for p in shown:
+        rows.setdefault((p.engine, p.arm, p.quantity), {})[p.rank] = p.value
     for keys, values in rows.items():
         table.add_row(*keys, *(f"{values[r]:.4f}" if r in values else "" for r in range(1, ranks + 1)))
     console.print(table)
+    if rest := len(planted) - len(shown):
+        console.print(
+            f"and {rest} more planted values (the box subset, Figure 5): `report experiment --subset box --baseline hide_box` "
+            "(or hide_ads_box) shows them beside the estimates"
+        )
 
 
 def _store_planted(url: str, key: str, experiment: str, seed: int, model: str, planted: list[Any]) -> None:

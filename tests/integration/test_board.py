@@ -410,7 +410,7 @@ async def test_board_shows_clickhouse_numbers_and_updates_live(study: Service, b
 
     fragment = f"key={svc.api_key}&experiment={EXP}&engine=google&ac={AC_PREFIX}&ps={PERS}&every=1"
     await browser.navigate(f"{svc.url}/board#{fragment}")
-    states = await until(  # the figures section draws its 18 figures one after another
+    states = await until(  # the figures section draws its 20 figures (6 + 7 + 7) one after another
         lambda: _all_ready(browser), 180, "every panel to show data (data-state=ready, rows > 0)"
     )
     assert set(states) == set(PANELS), states
@@ -418,7 +418,7 @@ async def test_board_shows_clickhouse_numbers_and_updates_live(study: Service, b
         "[...document.querySelectorAll('#panel-figures figure')]"
         ".map(f => [f.dataset.figure, f.dataset.state])"
     )
-    assert len(drawn) == 18 and all(state == "ready" for _, state in drawn), drawn
+    assert len(drawn) == 20 and all(state == "ready" for _, state in drawn), drawn
 
     # The numbers are the report's and ClickHouse's.
     shown = await board_numbers(browser)

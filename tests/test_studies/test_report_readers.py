@@ -220,3 +220,26 @@ def test_a_timelines_thin_windows_have_no_interval() -> None:
     assert out[1]["ctr_c1"] == 0.5 and out[1]["ctr_c1_ci_low"] is None and out[1]["delta_c1_ci_high"] is None
     against_thin = without_thin_intervals([record("control", 5, 5), record("swap_1_2", 30, 9)], "control")
     assert against_thin[1]["ctr_c1_ci_low"] == 0.4 and against_thin[1]["delta_c1_ci_low"] is None
+
+
+def test_an_interval_of_no_width_is_no_interval() -> None:
+    """An arm without a click at c3 has CTR 0 in every replicate: its interval, and the
+    distortion of exactly 1 it gives, are left out, not shown as [0.000, 0.000]."""
+    from analytics.stats.arrangement_table import ArmRow, Estimate, within_range
+
+    nan = float("nan")
+    row = ArmRow(
+        "swap_2_3",
+        21,
+        20,
+        [Estimate(0.3, 0.1, 0.5), Estimate(0.0, 0.0, 0.0)],
+        [Estimate(-0.1, -0.3, 0.1), Estimate(-0.09, -0.2, 0.0)],
+        [Estimate(0.2, -0.5, 0.6), Estimate(1.0, 1.0, 1.0)],
+    )
+    control = ArmRow("control", 100, 80, [Estimate(0.4, 0.3, 0.5)] * 2, [Estimate(nan, nan, nan)] * 2,
+                     [Estimate(nan, nan, nan)] * 2)  # fmt: skip
+    (got, _) = within_range([row, control], "control")
+    assert (got.ctr[0].ci_low, got.ctr[0].ci_high) == (0.1, 0.5)
+    assert got.ctr[1].value == 0.0 and math.isnan(got.ctr[1].ci_low) and math.isnan(got.ctr[1].ci_high)
+    assert got.beta[1].value == 1.0 and math.isnan(got.beta[1].ci_low)
+    assert got.delta[1].ci_low == -0.2
