@@ -179,8 +179,8 @@ def _print_planted(planted: list[Any], model: str, seed: int, unit_mode: str) ->
     console.print(table)
     if rest := len(planted) - len(shown):
         console.print(
-            f"and {rest} more planted values (the box subset, Figure 5): `report experiment --subset box --baseline hide_box` "
-            "(or hide_ads_box) shows them beside the estimates"
+            f"and {rest} more planted values (the box subset, Figure 5): `report experiment "
+            "--subset box --baseline hide_box` (or hide_ads_box) shows them beside the estimates"
         )
 
 
