@@ -18,6 +18,7 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
+from analytics.stats.arrangement_subsets import subset_names
 from core.store import Store, StoreUnavailable
 from ingest.app_state import STORE
 from ingest.errors import problem
@@ -82,6 +83,8 @@ async def log_deviation(store: Store, stored: StoredPlan, by: str, what: dict[st
 
 
 def _check_against(config: ExperimentConfig, plan: AnalysisPlan) -> None:
+    if unknown := sorted(plan.subsets_named() - set(subset_names())):
+        raise problem(400, "bad_request", f"plan: unknown subsets {unknown}")
     if plan.experiment_id != config.experiment_id:
         raise problem(400, "bad_request", f"plan: experiment_id {plan.experiment_id!r} is not the path's")
     for q in (*plan.primary, *plan.secondary):

@@ -15,6 +15,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from analytics.stats.arrangement_subsets import subset_names
 from auditstream.cli.common import fail, result_console
 from auditstream.cli.data import AdminKeyOpt, ApiKeyOpt, Url, call_api
 from auditstream.cli.safe_text import printable
@@ -27,7 +28,7 @@ PlanFile = Annotated[Path, typer.Argument(help="The plan, as TOML (see docs/plan
 def read_plan(path: Path) -> AnalysisPlan:
     """The plan in ``path``, or a clear error (exit 2) naming the file and what is wrong."""
     try:
-        return plan_from_toml(path.read_text(encoding="utf-8"))
+        plan = plan_from_toml(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise fail(f"cannot read {path}: {exc.strerror}", 2) from None
     except tomllib.TOMLDecodeError as exc:
@@ -35,6 +36,9 @@ def read_plan(path: Path) -> AnalysisPlan:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'plan'}: {e['msg']}" for e in exc.errors())
         raise fail(f"{path} is not a valid plan: {problems}", 2) from None
+    if unknown := sorted(plan.subsets_named() - set(subset_names())):
+        raise fail(f"{path} names unknown subsets {unknown} (known: {', '.join(subset_names())})", 2)
+    return plan
 
 
 def _print_plan(answer: dict[str, Any]) -> None:

@@ -66,6 +66,7 @@ def test_register_amend_read(service: Service) -> None:
         orjson.dumps(plan("other-experiment")),
         orjson.dumps(plan("plan-2", primary=[{"quantity": "delta", "arm": "no_such_arm", "rank": 1}])),
         orjson.dumps(plan("plan-2", surprise=1)),
+        orjson.dumps(plan("plan-2", subsets=["no-such-subset"])),
         orjson.dumps(plan("plan-2", primary=[])),
     ],
 )

@@ -59,7 +59,6 @@ def test_frozen_quintiles_give_the_report_its_bounds() -> None:
     [
         'experiment_id = "e1"\nprimary = []\n',
         'experiment_id = "e1"\nprimary = [{ quantity = "gap", arm = "a", rank = 1 }]\n',
-        'experiment_id = "e1"\nprimary = [{ quantity = "delta", arm = "a", rank = 1, subset = "nope" }]\n',
         'experiment_id = "e1"\nprimary = [{ quantity = "delta", arm = "a", rank = 1 }]\nsurprise = 1\n',
         'experiment_id = "e1"\nprimary = [{ quantity = "delta", arm = "control", rank = 1 }]\n',
         'experiment_id = "e1"\nprimary = [{ quantity = "delta", arm = "a", rank = 1 }]\n'
