@@ -484,7 +484,9 @@ OPERATIONS: tuple[Operation, ...] = (
         body=AnalysisPlan,
         params=(EXPERIMENT_P,),
         rules="The plan's experiment_id is the path's, each quantity's engine one of the experiment's "
-        "and its arm and the baseline ones that engine runs (400 `bad_request` otherwise). A second "
+        "and its arm and the baseline ones that engine runs, every subset a known one, each quantity "
+        "at most once, no delta or beta of the baseline against itself, quintile cut points that do "
+        "not decrease (400 `bad_request` otherwise). A second "
         "registration is a 409 `plan_exists`: amend the plan instead. The answer is the stored plan, its "
         "hash and history.",
     ),
