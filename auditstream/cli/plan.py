@@ -7,7 +7,9 @@ error rather than a 400. The service stores it with the hash of its canonical JS
 
 from __future__ import annotations
 
+import math
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +18,14 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from analytics.stats.arrangement_subsets import subset_names
+from analytics.stats.planner import (
+    World,
+    days_needed,
+    installs_needed,
+    minimum_detectable_effect,
+    paper_world,
+)
+from analytics.stats.planner import half_width as half_width_of
 from auditstream.cli.common import fail, result_console
 from auditstream.cli.data import AdminKeyOpt, ApiKeyOpt, Url, call_api
 from auditstream.cli.safe_text import printable
@@ -135,3 +145,79 @@ def deviations(
     console.print(
         table if answer["deviations"] else f"no departures from the plan of {printable(experiment_id)}"
     )
+
+
+def _world(
+    installs: int | None,
+    days: float | None,
+    clicks: float | None,
+    ctr: float | None,
+    delta: float | None,
+    ctr_sd: float | None,
+) -> World:
+    """The paper's world (``planner.paper_world``) with any assumption given replacing its own."""
+    given: dict[str, Any] = {
+        "installs": installs,
+        "days": days,
+        "clicks_per_day": clicks,
+        "ctr": ctr,
+        "delta": delta,
+        "ctr_sd": ctr_sd,
+    }
+    world = replace(paper_world(), **{k: v for k, v in given.items() if v is not None})
+    if world.installs < 1 or world.days <= 0 or world.clicks_per_day <= 0 or world.ctr_sd < 0:
+        raise fail("installs, days and clicks per install-day must be positive, the SD not negative", 2)
+    if not (0 < world.ctr < 1 and 0 <= world.ctr + world.delta <= 1):
+        raise fail("the control CTR must lie in (0, 1) and CTR + delta in [0, 1]", 2)
+    return world
+
+
+@app.command()
+def size(
+    installs: Annotated[int | None, typer.Option(help="Installs after preprocessing (paper: 85)")] = None,
+    days: Annotated[float | None, typer.Option(help="Days an install contributes (paper: 150)")] = None,
+    clicks_per_day: Annotated[float | None, typer.Option(help="Click units per install-day")] = None,
+    ctr: Annotated[float | None, typer.Option(help="Control CTR at the rank (paper c1: 0.43)")] = None,
+    delta: Annotated[float | None, typer.Option(help="The arm's gap (paper swap_1_2: -0.19)")] = None,
+    ctr_sd: Annotated[float | None, typer.Option(help="Between-install SD of the control CTR")] = None,
+    half_width: Annotated[float | None, typer.Option(help="Target interval half-width")] = None,
+    mde: Annotated[float | None, typer.Option(help="Target minimum detectable effect")] = None,
+    level: Annotated[float, typer.Option(help="Interval level")] = 0.95,
+    power: Annotated[float, typer.Option(help="Power for --mde")] = 0.8,
+) -> None:
+    """Study size for delta_1 and beta_1 of one arm: the expected half-width and MDE at the
+    assumed size, and the installs (at its days) or days (at its installs) a target needs,
+    plain and variance-reduced (analytics/stats/planner.py; defaults: the paper's numbers)."""
+    if half_width is not None and mde is not None:
+        raise fail("give --half-width or --mde, not both", 2)
+    if not (0.5 < level < 1 and 0 < power < 1) or any(t is not None and t <= 0 for t in (half_width, mde)):
+        raise fail("--level in (0.5, 1), --power in (0, 1), targets positive", 2)
+    world = _world(installs, days, clicks_per_day, ctr, delta, ctr_sd)
+    table = Table(
+        "statistic",
+        "estimator",
+        "half-width",
+        "MDE",
+        f"installs ({world.days:g} days)",
+        f"days ({world.installs} installs)",
+    )
+    target = half_width if half_width is not None else mde
+    for statistic in ("delta", "beta"):
+        for adjusted in (False, True):
+            hw = half_width_of(world, statistic, adjusted, level)
+            found = minimum_detectable_effect(world, statistic, adjusted, power, 1 - level)
+            needs = ["", ""]
+            if target is not None:
+                p = power if mde is not None else None
+                n = installs_needed(world, target, statistic, adjusted, level, p, 1 - level)
+                d = days_needed(world, target, statistic, adjusted, level, p, 1 - level)
+                needs = [str(n), "never" if math.isinf(d) else f"{d:.1f}"]
+            kind = "variance-reduced" if adjusted else "plain"
+            table.add_row(f"{statistic}_1", kind, f"{hw:.4f}", f"{found:.4f}", *needs)
+    console = result_console()
+    console.print(
+        f"{world.installs} installs x {world.days:g} days, "
+        f"{world.clicks_per_day:.2f} clicks per install-day, "
+        f"control CTR {world.ctr}, delta {world.delta}, between-install SD {world.ctr_sd}"
+    )
+    console.print(table)
