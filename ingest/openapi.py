@@ -55,6 +55,8 @@ from ingest.openapi_models import (
     EventsAllRejected,
     ImportAnswer,
     KeyInfo,
+    PlanDeviations,
+    PlanOut,
     PlantedOut,
     Problem,
     PublicExperimentConfig,
@@ -63,8 +65,10 @@ from ingest.openapi_models import (
     SqlResult,
 )
 from ingest.participants import MAX_INSTALLS, EraseIn, EraseOwnIn
+from ingest.plans import PlanAmendment
 from ingest.planted import MAX_VALUES, PlantedIn
 from ingest.reports import ExperimentReportRequest, TimelineRequest
+from schemas.analysis_plan import AnalysisPlan
 from schemas.event_types import POSTING_SCOPES, SCOPE_BY_TYPE, AnyEvent
 from schemas.experiments import ExperimentConfig
 from studies.arrangement.answers import ExperimentReport, Timeline
@@ -153,6 +157,9 @@ CODES: dict[str, str] = {
     "not_found": "no such experiment",
     "no_units": "no units to report after preprocessing",
     "exists": "an experiment with this id exists",
+    "plan_exists": "the experiment has a registered analysis plan: amend it instead",
+    "plan_unchanged": "the amended plan hashes as the current one",
+    "no_plan": "the experiment has no registered analysis plan",
     "body_too_large": "the body is over the size limit",
     "too_many_events": "more events than a request may carry",
     "unsupported_media_type": "another Content-Type than the one this route takes",
@@ -464,6 +471,54 @@ OPERATIONS: tuple[Operation, ...] = (
         "A simulated study's planted values (none for a real study)",
         "read",
         PlantedOut,
+        errors=merged({404: ("not_found",)}, STORE),
+        params=(EXPERIMENT_P,),
+    ),
+    Operation(
+        "PUT",
+        "/v1/experiments/{experiment_id}/plan",
+        "Register the experiment's pre-registered analysis plan (once; then amend it)",
+        "admin",
+        PlanOut,
+        errors=merged(JSON_BODY, {400: ("bad_request",), 404: ("not_found",), 409: ("plan_exists",)}, STORE),
+        body=AnalysisPlan,
+        params=(EXPERIMENT_P,),
+        rules="The plan's experiment_id is the path's, each quantity's engine one of the experiment's "
+        "and its arm and the baseline ones that engine runs, every subset a known one, each quantity "
+        "at most once, no delta or beta of the baseline against itself, quintile cut points that do "
+        "not decrease (400 `bad_request` otherwise). A second "
+        "registration is a 409 `plan_exists`: amend the plan instead. The answer is the stored plan, its "
+        "hash and history.",
+    ),
+    Operation(
+        "POST",
+        "/v1/experiments/{experiment_id}/plan/amendments",
+        "Amend the analysis plan with a reason: a new version with its own hash, logged",
+        "admin",
+        PlanOut,
+        errors=merged(
+            JSON_BODY, {400: ("bad_request",), 404: ("not_found", "no_plan"), 409: ("plan_unchanged",)}, STORE
+        ),
+        body=PlanAmendment,
+        params=(EXPERIMENT_P,),
+        rules="As for registration; 404 `no_plan` without a registered plan, 409 `plan_unchanged` when the "
+        "amended plan hashes as the current one.",
+    ),
+    Operation(
+        "GET",
+        "/v1/experiments/{experiment_id}/plan",
+        "The experiment's current analysis plan, its hash and its history of versions",
+        "read",
+        PlanOut,
+        errors=merged({404: ("not_found", "no_plan")}, STORE),
+        params=(EXPERIMENT_P,),
+    ),
+    Operation(
+        "GET",
+        "/v1/experiments/{experiment_id}/plan/deviations",
+        "The reports' logged departures from the experiment's analysis plan (who, when, what)",
+        "read",
+        PlanDeviations,
         errors=merged({404: ("not_found",)}, STORE),
         params=(EXPERIMENT_P,),
     ),

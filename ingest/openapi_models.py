@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ingest.api_keys import SCOPES
 from ingest.planted import PlantedValue
 from ingest.validation import REASONS
+from schemas.analysis_plan import AnalysisPlan
 from schemas.events import Engine, Ident
 from studies.arrangement.answers import (
     INTERVAL_GUARANTEES,
@@ -123,6 +124,41 @@ class PlantedOut(_Closed):
     model: str | None = Field(description="The click model and its version, or null without values.")
     recorded_at: str | None = Field(description="When the values were stored (UTC), or null without any.")
     values: list[PlantedValue]
+
+
+class PlanVersion(_Closed):
+    """One version of an analysis plan: its registration or an amendment (`ingest/plans.py`)."""
+
+    version: int = Field(ge=1)
+    sha256: str = Field(pattern="^[0-9a-f]{64}$", description="SHA-256 of the plan's canonical JSON.")
+    registered_at: str
+    registered_by: str = Field(description="The API key's name (never the key).")
+    kind: Literal["registration", "amendment"]
+    reason: str
+
+
+class PlanOut(_Closed):
+    """An experiment's analysis plan: the current version and the history of versions."""
+
+    experiment_id: Ident
+    version: int = Field(ge=1)
+    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    plan: AnalysisPlan
+    history: list[PlanVersion]
+
+
+class PlanDeviation(_Closed):
+    plan_sha256: str = Field(pattern="^[0-9a-f]{64}$", description="The plan version departed from.")
+    at: str
+    by: str = Field(description="The API key's name.")
+    what: dict[str, Any] = Field(description="Per setting: what the report asked and what the plan says.")
+
+
+class PlanDeviations(_Closed):
+    """The departures reports made from an experiment's plan, oldest first."""
+
+    experiment_id: Ident
+    deviations: list[PlanDeviation]
 
 
 # --------------------------------------------------------------------------- reports

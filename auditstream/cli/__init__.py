@@ -14,6 +14,7 @@ from auditstream.cli import (
     keys,
     parse,
     participants,
+    plan,
     report,
     rules,
     services,
@@ -42,6 +43,7 @@ app.add_typer(keys.app, name="keys")
 app.add_typer(data.db_app, name="db")
 app.add_typer(data.schema_app, name="schema")
 app.add_typer(simulate.app, name="simulate")
+app.add_typer(plan.app, name="plan")
 app.add_typer(crawl.app, name="crawl")
 app.add_typer(parse.app, name="parse")
 app.add_typer(rules.app, name="rules")

@@ -201,6 +201,34 @@ def check_experiments(api: Api, keys: dict[str, str], experiment_id: str) -> Non
     api.call("PUT", planted, 404, params=absent, json=body)
     api.call("PUT", planted, 403, params=ours, json=body, key=keys["read"])
     api.call("GET", planted, 404, params=absent)
+    check_plan(api, keys, ours, absent)
+
+
+def check_plan(api: Api, keys: dict[str, str], ours: dict[str, str], absent: dict[str, str]) -> None:
+    plan, amendments = (
+        "/v1/experiments/{experiment_id}/plan",
+        "/v1/experiments/{experiment_id}/plan/amendments",
+    )
+    deviations = "/v1/experiments/{experiment_id}/plan/deviations"
+    body = {
+        "experiment_id": ours["experiment_id"],
+        "primary": [{"quantity": "delta", "arm": "swap_1_2", "rank": 1}],
+    }
+    assert api.call("GET", plan, 404, params=ours).body["error"] == "no_plan"
+    api.call("POST", amendments, 404, params=ours, json={"reason": "r", "plan": body})
+    assert api.call("PUT", plan, 200, params=ours, json=body).body["version"] == 1
+    assert api.call("PUT", plan, 409, params=ours, json=body).body["error"] == "plan_exists"
+    api.call("PUT", plan, 400, params=ours, json={**body, "alpha": 2})
+    api.call("PUT", plan, 404, params=absent, json={**body, "experiment_id": absent["experiment_id"]})
+    api.call("PUT", plan, 403, params=ours, json=body, key=keys["read"])
+    amended = {"reason": "burn-in 2", "plan": {**body, "burn_in_days": 2}}
+    assert api.call("POST", amendments, 200, params=ours, json=amended).body["version"] == 2
+    api.call("POST", amendments, 409, params=ours, json=amended)
+    api.call("POST", amendments, 403, params=ours, json=amended, key=keys["read"])
+    assert len(api.call("GET", plan, 200, params=ours).body["history"]) == 2
+    api.call("GET", plan, 404, params=absent)
+    assert api.call("GET", deviations, 200, params=ours).body["deviations"] == []
+    api.call("GET", deviations, 404, params=absent)
 
 
 def check_reports(api: Api, keys: dict[str, str], experiment_id: str) -> None:
@@ -389,6 +417,8 @@ def test_unavailable_and_rate_limited_answers_match_the_document(
         ("GET", "/v1/experiments/{experiment_id}/config", {"params": ours}),
         ("POST", "/v1/experiments/{experiment_id}/stop", {"params": ours}),
         ("GET", "/v1/experiments/{experiment_id}/planted", {"params": ours}),
+        ("GET", "/v1/experiments/{experiment_id}/plan", {"params": ours}),
+        ("GET", "/v1/experiments/{experiment_id}/plan/deviations", {"params": ours}),
         (
             "PUT",
             "/v1/experiments/{experiment_id}/planted",

@@ -83,6 +83,16 @@ generation.mode = "negative"
 phases.stateful.enabled = false
 """
 
+PLAN_RULES = (
+    "is not the path's",
+    "is not one of the experiment's",
+    "runs no arm",
+    "unknown subsets",
+    "at most once",
+    "against itself are 0",
+    "must not decrease",
+)
+"""The analysis plan's rules its operations state in words (ingest/plans.py, the model's)."""
 WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {
     ("POST /v1/experiments", 422, "invalid_experiment"): (
         "end is before start",
@@ -96,6 +106,8 @@ WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {
         "runs no arm",
         "at most once",
     ),
+    ("PUT /v1/experiments/{experiment_id}/plan", 400, "bad_request"): PLAN_RULES,
+    ("POST /v1/experiments/{experiment_id}/plan/amendments", 400, "bad_request"): PLAN_RULES,
     ("POST /v1/sql", 400, "not_read_only"): ("",),  # a random string is rarely one SELECT
     ("POST /v1/sql", 400, "query_failed"): ("",),
 }

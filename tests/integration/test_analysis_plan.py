@@ -1,0 +1,105 @@
+"""The analysis plan through HTTP (issue 38): registered once, amended with a reason, read
+with its hash and history; bad bodies are 4xx."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from auditstream.cli import app
+from schemas.analysis_plan import AnalysisPlan
+from tests.helpers import Service, http
+from tests.integration.test_experiments import admin, cli, config
+
+pytestmark = pytest.mark.integration
+runner = CliRunner()
+
+
+def plan(experiment_id: str, **changes: object) -> dict[str, object]:
+    body = {
+        "experiment_id": experiment_id,
+        "primary": [{"quantity": "delta", "arm": "swap_1_2", "rank": 1}],
+        "burn_in_days": 2,
+    }
+    return {**body, **changes}
+
+
+def register(service: Service, experiment_id: str) -> None:
+    resp = http("POST", service.url + "/v1/experiments", orjson.dumps(config(experiment_id)), admin(service))
+    assert resp.status == 201, resp.body
+
+
+def test_register_amend_read(service: Service) -> None:
+    register(service, "plan-1")
+    url = service.url + "/v1/experiments/plan-1/plan"
+    headers = admin(service)
+    assert http("GET", url, None, headers).status == 404
+    resp = http("PUT", url, orjson.dumps(plan("plan-1")), headers)
+    assert resp.status == 200, resp.body
+    first = resp.body
+    assert first["version"] == 1 and first["sha256"] == AnalysisPlan.model_validate(plan("plan-1")).sha256()
+    assert first["history"][0]["kind"] == "registration" and first["history"][0]["registered_by"]
+    assert service.api_key not in orjson.dumps(first).decode()
+    again = http("PUT", url, orjson.dumps(plan("plan-1")), headers)
+    assert again.status == 409 and "amend" in again.body["message"]
+    amended = {"reason": "burn-in as in the paper", "plan": plan("plan-1", burn_in_days=4)}
+    resp = http("POST", url + "/amendments", orjson.dumps(amended), headers)
+    assert resp.status == 200, resp.body
+    assert resp.body["version"] == 2 and resp.body["sha256"] != first["sha256"]
+    assert [v["kind"] for v in resp.body["history"]] == ["registration", "amendment"]
+    assert resp.body["history"][1]["reason"] == "burn-in as in the paper"
+    assert http("POST", url + "/amendments", orjson.dumps(amended), headers).status == 409
+    shown = http("GET", url, None, headers)
+    assert shown.status == 200 and shown.body["plan"]["burn_in_days"] == 4
+    deviations = http("GET", url + "/deviations", None, headers)
+    assert deviations.status == 200 and deviations.body["deviations"] == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[]",
+        orjson.dumps(plan("other-experiment")),
+        orjson.dumps(plan("plan-2", primary=[{"quantity": "delta", "arm": "no_such_arm", "rank": 1}])),
+        orjson.dumps(plan("plan-2", surprise=1)),
+        orjson.dumps(plan("plan-2", subsets=["no-such-subset"])),
+        orjson.dumps(plan("plan-2", primary=[])),
+    ],
+)
+def test_bad_plans_are_4xx(service: Service, body: bytes) -> None:
+    if http("GET", service.url + "/v1/experiments/plan-2", None, admin(service)).status == 404:
+        register(service, "plan-2")
+    resp = http("PUT", service.url + "/v1/experiments/plan-2/plan", body, admin(service))
+    assert 400 <= resp.status < 500 and isinstance(resp.body, dict), resp.body
+    amend = http("POST", service.url + "/v1/experiments/plan-2/plan/amendments", body, admin(service))
+    assert 400 <= amend.status < 500
+    assert (
+        http(
+            "PUT", service.url + "/v1/experiments/nope/plan", orjson.dumps(plan("nope")), admin(service)
+        ).status
+        == 404
+    )
+
+
+def test_cli_registers_shows_amends_and_lists_deviations(service: Service, tmp_path: Path) -> None:
+    register(service, "plan-cli")
+    path = tmp_path / "plan.toml"
+    path.write_text(
+        'experiment_id = "plan-cli"\nprimary = [{ quantity = "beta", arm = "swap_1_2", rank = 1 }]\n'
+    )
+    out = cli(service, "plan", "register", str(path))
+    assert "plan version 1" in out and "swap_1_2" in out
+    path.write_text(path.read_text() + "burn_in_days = 3\n")
+    out = cli(service, "plan", "amend", "plan-cli", str(path), "--reason", "a shorter pilot")
+    assert "plan version 2" in out and "a shorter pilot" in out
+    assert "burn-in 3 days" in cli(service, "plan", "show", "plan-cli")
+    assert "no departures" in cli(service, "plan", "deviations", "plan-cli")
+    path.write_text("experiment_id = ")
+    bad = runner.invoke(
+        app, ["plan", "register", str(path), "--url", service.url, "--api-key", service.api_key]
+    )
+    assert bad.exit_code == 2 and "not TOML" in bad.output
