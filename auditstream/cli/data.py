@@ -42,14 +42,22 @@ AdminKeyOpt = Annotated[
 Format = Annotated[str, typer.Option("--format", help="table, json or csv")]
 
 
-def call_api(url: str, api_key: str | None, method: str, path: str, body: Any = None) -> Any:
-    """One JSON request to a running service; errors become a clear message and exit 1."""
+class ApiRefused(Exception):
+    """The service answered with an HTTP error: its status and its JSON body's message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status, self.message = status, message
+
+
+def request_json(url: str, key: str, method: str, path: str, body: Any = None, timeout: float = 120) -> Any:
+    """One JSON request to a running service: its answer, ``ApiRefused`` for an error answer
+    (the caller decides), and a clear message with exit 1 when the service cannot be reached
+    or stops answering."""
+    import http.client
     import urllib.error
     import urllib.request
 
-    key = api_key or os.environ.get("AUDITSTREAM_API_KEY", "")
-    if not key:
-        raise fail("pass --api-key or set AUDITSTREAM_API_KEY", 2)
     request = urllib.request.Request(
         url.rstrip("/") + path,
         method=method,
@@ -57,7 +65,7 @@ def call_api(url: str, api_key: str | None, method: str, path: str, body: Any = 
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=120) as resp:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             return orjson.loads(resp.read())
     except urllib.error.HTTPError as exc:
         raw = exc.read()
@@ -66,10 +74,24 @@ def call_api(url: str, api_key: str | None, method: str, path: str, body: Any = 
         except orjson.JSONDecodeError:
             answer = None
         text = raw.decode(errors="replace")
-        message = answer.get("message", text) if isinstance(answer, dict) else text
-        raise fail(f"{exc.code}: {message}") from None  # fail shows it as plain, printable text
+        raise ApiRefused(
+            exc.code, str(answer.get("message", text)) if isinstance(answer, dict) else text
+        ) from None
     except urllib.error.URLError as exc:
         raise fail(f"cannot reach {url}: {exc.reason} (is `auditstream up` running?)") from None
+    except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+        raise fail(f"{url} did not answer {path}: {exc or type(exc).__name__}") from None
+
+
+def call_api(url: str, api_key: str | None, method: str, path: str, body: Any = None) -> Any:
+    """One JSON request to a running service; errors become a clear message and exit 1."""
+    key = api_key or os.environ.get("AUDITSTREAM_API_KEY", "")
+    if not key:
+        raise fail("pass --api-key or set AUDITSTREAM_API_KEY", 2)
+    try:
+        return request_json(url, key, method, path, body)
+    except ApiRefused as exc:
+        raise fail(f"{exc.status}: {exc.message}") from None  # fail shows it as plain, printable text
 
 
 def run_sql(url: str, api_key: str | None, sql: str) -> dict[str, Any]:

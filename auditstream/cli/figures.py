@@ -11,7 +11,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -127,34 +126,15 @@ def _config(url: str, key: str, experiment_id: str) -> dict[str, Any]:
 
 
 def _request(url: str, key: str, method: str, path: str, body: Any) -> Any:
-    """One JSON request; a refusal is ``Refused`` (the caller decides), an unreachable
-    service exits 1 with a message."""
-    import http.client
-    import urllib.error
-    import urllib.request
-
+    """One JSON request (``data.request_json``, with a figure's longer deadline); a refusal is
+    ``Refused`` (the caller decides)."""
+    from auditstream.cli.data import ApiRefused, request_json
     from figures.sources import Refused
 
-    request = urllib.request.Request(
-        url.rstrip("/") + path,
-        method=method,
-        data=None if body is None else orjson.dumps(body),
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )
     try:
-        with urllib.request.urlopen(request, timeout=300) as resp:
-            return orjson.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        raw = exc.read()
-        try:
-            message = str(orjson.loads(raw).get("message", raw.decode(errors="replace")))
-        except (orjson.JSONDecodeError, AttributeError):
-            message = raw.decode(errors="replace")
-        raise Refused(exc.code, message[:500]) from None
-    except urllib.error.URLError as exc:
-        raise fail(f"cannot reach {url}: {exc.reason} (is `auditstream up` running?)") from None
-    except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
-        raise fail(f"{url} did not answer {path}: {exc or type(exc).__name__}") from None
+        return request_json(url, key, method, path, body, timeout=300)
+    except ApiRefused as exc:
+        raise Refused(exc.status, exc.message[:500]) from None
 
 
 def _write(drawn: dict[str, list[Figure]], out: Path, title: str) -> int:
