@@ -22,7 +22,7 @@ from analytics.stats.autocomplete_compare import LENGTH_CAP
 from figures import caption
 from figures.bars import same_y
 from figures.render import Figure, new_figure
-from figures.tables import by, colour, empty, integer_x, rows_of
+from figures.tables import by, colour, empty, integer_x, section_figure
 
 METHOD = "Trimmed networks (the paper's: emergent roots dropped); means over crawls and roots, no intervals"
 
@@ -105,13 +105,8 @@ def depth(study: str, answers: dict[str, Any]) -> Figure:
         _n(answers),
         "Means over crawls, no intervals",
     )
-    return Figure(
-        "figure2_depth",
-        "Figure 2: nodes per depth before and after trimming",
-        text,
-        fig,
-        columns,
-        rows_of(section, columns),
+    return section_figure(
+        "figure2_depth", "Figure 2: nodes per depth before and after trimming", text, fig, section, columns
     )
 
 
@@ -148,13 +143,8 @@ def degrees(study: str, answers: dict[str, Any]) -> Figure:
         _n(answers),
         METHOD,
     )
-    return Figure(
-        "figure3_degrees",
-        "Figure 3: out- and in-degree distributions",
-        text,
-        fig,
-        columns,
-        rows_of(section, columns),
+    return section_figure(
+        "figure3_degrees", "Figure 3: out- and in-degree distributions", text, fig, section, columns
     )
 
 
@@ -182,13 +172,8 @@ def lengths(study: str, answers: dict[str, Any]) -> Figure:
         ax.legend(frameon=False)
     columns = ["engine", "measure", "value", "n", "share"]
     text = caption.plain(study, "Whitespace-separated words of queries and suggestions", _n(answers), METHOD)
-    return Figure(
-        "figure4_lengths",
-        "Figure 4: query length and its change",
-        text,
-        fig,
-        columns,
-        rows_of(section, columns),
+    return section_figure(
+        "figure4_lengths", "Figure 4: query length and its change", text, fig, section, columns
     )
 
 
@@ -216,13 +201,8 @@ def churn(study: str, answers: dict[str, Any]) -> Figure:
     text = caption.plain(
         study, "Churn of suggestions between consecutive crawls of a root (Eq. 1-2)", _n(answers), METHOD
     )
-    return Figure(
-        "figure5_churn",
-        "Figure 5: mean churn by rank and depth",
-        text,
-        fig,
-        columns,
-        rows_of(section, columns),
+    return section_figure(
+        "figure5_churn", "Figure 5: mean churn by rank and depth", text, fig, section, columns
     )
 
 
@@ -249,8 +229,8 @@ def survival(study: str, answers: dict[str, Any]) -> Figure:
         _n(answers),
         METHOD,
     )
-    return Figure(
-        "figure6_survival", "Figure 6: survival of suggestions", text, fig, columns, rows_of(section, columns)
+    return section_figure(
+        "figure6_survival", "Figure 6: survival of suggestions", text, fig, section, columns
     )
 
 
@@ -294,13 +274,8 @@ def nmi(study: str, answers: dict[str, Any]) -> Figure:
         _n(answers),
         METHOD,
     )
-    return Figure(
-        "figure7_nmi",
-        "Figure 7: information stability (nmi) over time",
-        text,
-        fig,
-        columns,
-        rows_of(section, columns),
+    return section_figure(
+        "figure7_nmi", "Figure 7: information stability (nmi) over time", text, fig, section, columns
     )
 
 
@@ -334,13 +309,8 @@ def associations(study: str, answers: dict[str, Any]) -> Figure:
         _n(answers),
         "Counts of n-grams per degree, no intervals",
     )
-    return Figure(
-        "figure9_associations",
-        "Figure 9: degrees of the association networks",
-        text,
-        fig,
-        columns,
-        rows_of(section, columns),
+    return section_figure(
+        "figure9_associations", "Figure 9: degrees of the association networks", text, fig, section, columns
     )
 
 

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure as MplFigure
 from figures import caption
 from figures.bars import grouped, same_y
 from figures.render import BLUE, GREY, ORANGE, Figure, new_figure
-from figures.tables import by, colour, empty, integer_x, rows_of
+from figures.tables import by, colour, empty, integer_x, section_figure
 
 METHOD = (
     "Rounds compared on every result's primary link (links = primary); means over the compared "
@@ -71,13 +71,8 @@ def by_rank(study: str, answers: dict[str, Any]) -> Figure:
         _n(answers),
         METHOD,
     )
-    return Figure(
-        "figure5_by_rank",
-        "Figure 5: results changed per rank, per treatment",
-        text,
-        fig,
-        columns,
-        rows_of(section, columns),
+    return section_figure(
+        "figure5_by_rank", "Figure 5: results changed per rank, per treatment", text, fig, section, columns
     )
 
 
@@ -105,13 +100,13 @@ def by_treatment(study: str, answers: dict[str, Any]) -> Figure:
     text = caption.plain(
         study, "Each treatment's page against the control's, per treatment value", _n(answers), METHOD
     )
-    return Figure(
+    return section_figure(
         "figures6_11_by_treatment",
         "Figures 6-11: Jaccard and edit distance per treatment",
         text,
         fig,
+        section,
         columns,
-        rows_of(section, columns),
     )
 
 
@@ -192,13 +187,13 @@ def consistency_days(study: str, answers: dict[str, Any]) -> Figure:
         "account-query day pairs",
         METHOD,
     )
-    return Figure(
+    return section_figure(
         "figure12_consistency_days",
         "Figure 12: day-to-day consistency per account",
         text,
         fig,
+        section,
         columns,
-        rows_of(section, columns),
     )
 
 
@@ -222,13 +217,13 @@ def consistency_categories(study: str, answers: dict[str, Any]) -> Figure:
         f"{sum(r['pairs'] for r in section['rows'])} day pairs",
         METHOD,
     )
-    return Figure(
+    return section_figure(
         "figure13_consistency_categories",
         "Figure 13: day-to-day consistency per query category",
         text,
         fig,
+        section,
         columns,
-        rows_of(section, columns),
     )
 
 
@@ -269,13 +264,13 @@ def category_cdf(study: str, answers: dict[str, Any]) -> Figure:
         METHOD,
     )
     columns = ["day", "query_category", "metric", "value", "pairs", "cdf"]
-    return Figure(
+    return section_figure(
         "figure14_category_cdf",
         "Figure 14: personalization per query category (CDFs, one day)",
         text,
         fig,
+        section,
         columns,
-        rows_of(section, columns),
     )
 
 
@@ -319,13 +314,13 @@ def by_rank_grouped(study: str, answers: dict[str, Any]) -> Figure:
         METHOD,
     )
     columns = ["series", "rank", "results", "changed"]
-    return Figure(
+    return section_figure(
         "figure15_grouped",
         "Figure 15: results changed per rank, personalized vs not",
         text,
         fig,
+        section,
         columns,
-        rows_of(section, columns),
     )
 
 
@@ -360,13 +355,8 @@ def rank1(study: str, answers: dict[str, Any]) -> Figure:
         f"{sum(r['pairs'] for r in section['rows'] if r['direction'] == 'came_from')} changed pairs",
         METHOD,
     )
-    return Figure(
-        "figure16_rank1",
-        "Figure 16: movement of the rank-1 result",
-        text,
-        fig,
-        columns,
-        rows_of(section, columns),
+    return section_figure(
+        "figure16_rank1", "Figure 16: movement of the rank-1 result", text, fig, section, columns
     )
 
 

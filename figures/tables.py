@@ -7,10 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import MaxNLocator
 
 from figures.bars import no_data
-from figures.render import BLUE, GREY, ORANGE
+from figures.render import BLUE, GREY, ORANGE, Figure
 
 ENGINE_COLOURS = {"google": BLUE, "bing": ORANGE}
 """RAI's colours: Google blue, Bing yellow-orange."""
@@ -20,6 +21,13 @@ def rows_of(
     answer: dict[str, Any], columns: list[str], keep: Callable[[dict[str, Any]], bool] | None = None
 ) -> list[list[Any]]:
     return [[r[c] for c in columns] for r in answer["rows"] if keep is None or keep(r)]
+
+
+def section_figure(
+    name: str, title: str, text: str, fig: MplFigure, section: dict[str, Any], columns: list[str]
+) -> Figure:
+    """A figure drawn from one report section, its CSV the section's ``columns``."""
+    return Figure(name, title, text, fig, columns, rows_of(section, columns))
 
 
 def colour(name: str, i: int = 0) -> str:
