@@ -17,10 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 from analytics.stats.reweight import targets_from_rows
 from core.process_pool import PoolUnavailable
 from core.store import StoreUnavailable
+from ingest.app_state import STORE
 from ingest.board.compute import Panel, PanelFailed
 from ingest.board.routes import COMPUTE
 from ingest.errors import problem
 from ingest.handlers import authorize, bad_request, json_response, read_json, store_unavailable
+from ingest.plans import StoredPlan, current_plan, log_deviation
+from studies.arrangement.plan_settings import follow
 from studies.arrangement.selection import ReportQuery, parse_moment, parse_window
 
 
@@ -49,6 +52,10 @@ class ExperimentReportRequest(BaseModel):
     seed: StrictInt = Field(0, ge=0, le=2**32 - 1)
     baseline: str = Field("control", max_length=100)
     intervals: Literal["bootstrap", "sequential"] = "bootstrap"
+    level: float = Field(0.95, gt=0.5, lt=1, allow_inf_nan=False)
+    """The intervals' confidence level (the plan's, when the experiment has one)."""
+    correction: Literal["holm", "bh", "bonferroni", "none"] = "none"
+    """Multiple-comparison correction over the family (the plan's, when it has one)."""
     targets: list[TargetMargin] | None = Field(None, max_length=500)
     """Reweighting: the target population's margins (``docs/reweighting.md``)."""
     by_market: StrictBool = False
@@ -114,7 +121,7 @@ async def _compute(request: web.Request, panel: Panel) -> Any:
 
 
 async def post_experiment_report(request: web.Request) -> web.Response:
-    authorize(request, "read")
+    key = authorize(request, "read")
     try:
         asked = ExperimentReportRequest.model_validate(await read_json(request))
         _check_selection(asked.experiment_id, asked.engine, asked.subset, asked.since, asked.until)
@@ -124,12 +131,26 @@ async def post_experiment_report(request: web.Request) -> web.Response:
         raise bad_request(exc) from None
     except ValueError as exc:
         raise problem(400, "bad_request", str(exc)[:500]) from None
-    return json_response(await experiment_report(request, asked))
+    return json_response(await experiment_report(request, asked, by=key.name))
 
 
-async def experiment_report(request: web.Request, asked: ExperimentReportRequest) -> Any:
+async def experiment_report(
+    request: web.Request, asked: ExperimentReportRequest, by: str | None = None
+) -> Any:
     """The report of a checked request, computed where the board computes (404 ``no_units``
-    for a selection without units); ``ingest/board/figures.py`` asks its figures' reports here."""
+    for a selection without units); ``ingest/board/figures.py`` asks its figures' reports here.
+
+    With an analysis plan, unset settings are the plan's, and the answer's ``plan`` says
+    which settings departed from it; ``by`` (the caller's key name): log those departures
+    (``plan_deviations``) once the report is computed, so the log holds what was looked at."""
+    try:
+        stored = await current_plan(request.app[STORE], asked.experiment_id)
+    except StoreUnavailable as exc:
+        raise store_unavailable(request, exc) from None
+    followed = None
+    if stored is not None:
+        followed = follow(asked.model_dump(), asked.model_fields_set, stored.plan)
+        asked = asked.model_copy(update=followed.settings)
     params = asked.model_dump()
     params["targets"] = tuple(params["targets"] or ())  # Panel parameters are hashable
     params["targets"] = tuple(tuple(sorted(t.items())) for t in params["targets"])
@@ -138,7 +159,26 @@ async def experiment_report(request: web.Request, asked: ExperimentReportRequest
         raise problem(
             404, "no_units", f"no units for {asked.experiment_id} on {asked.engine} after preprocessing"
         )
-    return doc
+    if stored is None or followed is None:
+        return {**doc, "plan": None}
+    logged_at = None
+    if by is not None and followed.departures:
+        try:
+            logged_at = await log_deviation(request.app[STORE], stored, by, followed.departures)
+        except StoreUnavailable as exc:
+            raise store_unavailable(request, exc) from None
+    return {**doc, "plan": plan_json(stored, followed.departures, logged_at)}
+
+
+def plan_json(stored: StoredPlan, departures: dict[str, Any], logged_at: str | None) -> dict[str, Any]:
+    """``ExperimentReport.plan``: which plan version the report followed, and where not."""
+    return {
+        "version": stored.version,
+        "sha256": stored.sha256,
+        "followed": not departures,
+        "departures": departures,
+        "logged_at": logged_at,
+    }
 
 
 def check_report_request(body: dict[str, Any]) -> ExperimentReportRequest:

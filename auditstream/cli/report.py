@@ -127,57 +127,78 @@ def _fmt(
     return text
 
 
+Baseline = Annotated[
+    str,
+    typer.Option(help="Arm the gaps are taken against (Figure 5: --subset box --baseline hide_ads_box)"),
+]
+Intervals = Annotated[
+    str,
+    typer.Option(
+        help="bootstrap: CI for one look at a fixed moment; sequential: confidence sequence, valid "
+        "at every look (watch and stop), with the day each arm's delta c1 first excluded zero"
+    ),
+]
+Level = Annotated[float, typer.Option(help="Confidence level of the intervals", min=0.51, max=0.999)]
+Correction = Annotated[
+    str,
+    typer.Option(
+        help="Multiple-comparison correction over the family (the plan's, else delta of every arm "
+        "at every shown rank): holm, bh (Benjamini-Hochberg), bonferroni or none"
+    ),
+]
+Reweight = Annotated[
+    Path | None,
+    typer.Option(
+        help="Target population margins (CSV dimension,bin,share; docs/reweighting.md): "
+        "weighted estimates by raking, beside the panel's own"
+    ),
+]
+ByMarket = Annotated[
+    bool, typer.Option("--by-market", help="Also identification and SRM per engine market (raw events)")
+]
+Unidentified = Annotated[bool, typer.Option("--include-unidentified", help="Keep identified=false events")]
+Ranks = Annotated[int, typer.Option(help="Positions c1..cN to show")]
+
+
 @app.command()
 def experiment(
+    ctx: typer.Context,
     experiment_id: Annotated[str, typer.Argument(help="The experiment id")],
     engine: Annotated[str, typer.Option(help="Search engine")] = "google",
     subset: Subset = "all",
     burn_in_days: BurnIn = None,
-    include_unidentified: Annotated[
-        bool, typer.Option("--include-unidentified", help="Keep identified=false events")
-    ] = False,
+    include_unidentified: Unidentified = False,
     since: Since = None,
     until: Until = None,
-    ranks: Annotated[int, typer.Option(help="Positions c1..cN to show")] = 6,
+    ranks: Ranks = 6,
     unit_mode: UnitMode = None,
     seed: Seed = 0,
-    baseline: Annotated[
-        str,
-        typer.Option(help="Arm the gaps are taken against (Figure 5: --subset box --baseline hide_ads_box)"),
-    ] = "control",
-    intervals: Annotated[
-        str,
-        typer.Option(
-            help="bootstrap: 95% CI for one look at a fixed moment; sequential: 95% confidence "
-            "sequence, valid at every look (watch and stop), with the day each arm's delta c1 "
-            "first excluded zero"
-        ),
-    ] = "bootstrap",
-    reweight: Annotated[
-        Path | None,
-        typer.Option(
-            help="Target population margins (CSV dimension,bin,share; docs/reweighting.md): "
-            "weighted estimates by raking, beside the panel's own"
-        ),
-    ] = None,
-    by_market: Annotated[
-        bool, typer.Option("--by-market", help="Also identification and SRM per engine market (raw events)")
-    ] = False,
+    baseline: Baseline = "control",
+    intervals: Intervals = "bootstrap",
+    level: Level = 0.95,
+    correction: Correction = "none",
+    reweight: Reweight = None,
+    by_market: ByMarket = False,
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKeyOpt = None,
     format: ReportFormat = "table",
 ) -> None:
-    """CTR per position and arm, gap and distortion against control, with 95% intervals
+    """CTR per position and arm, gap and distortion against control, with intervals
     (clustered bootstrap, or confidence sequences with --intervals sequential).
 
-    Computed by the service (POST /v1/reports/experiment). Intervals are cut to their range
+    Computed by the service (POST /v1/reports/experiment). With an analysis plan (``auditstream
+    plan``), options left unset are the plan's, and an option set against it is a departure:
+    shown under the tables and logged (``plan deviations``). Intervals are cut to their range
     (CTR [0, 1], delta [-1, 1], beta <= 1), arms under 10 units or 2 installs have none;
     warnings follow the tables, planted values (simulations) follow the estimates."""
-    body = {name: value for name, value in locals().items() if name in REPORT_OPTIONS}
     _report_query(experiment_id, engine, burn_in_days, True, subset, since, until, unit_mode)  # exits 2
-    body["targets"] = _targets(reweight) if reweight else None
     if intervals not in ("bootstrap", "sequential"):
         raise fail("--intervals must be bootstrap or sequential", 2)
+    if correction not in ("holm", "bh", "bonferroni", "none"):
+        raise fail("--correction must be holm, bh, bonferroni or none", 2)
+    body = _given_options(ctx, locals())
+    if reweight:
+        body["targets"] = _targets(reweight)
     doc = call_api(url, api_key, "POST", "/v1/reports/experiment", body)
     if format == "json":
         emit_json(doc)
@@ -187,7 +208,18 @@ def experiment(
         print_result({"columns": COLUMNS, "rows": long_rows(doc)}, "csv")
     else:
         units = f"burn-in {doc['burn_in_days']} days · units {doc['unit_mode']}"
-        _print_experiment(doc, f"{experiment_id} · {engine} · subset {subset} · {units}", ranks)
+        where = f"{doc.get('engine', engine)} · subset {doc.get('subset', subset)}"
+        _print_experiment(doc, f"{experiment_id} · {where} · {units}", ranks)
+
+
+def _given_options(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """The request's options the user set (not left at their defaults), and the experiment:
+    what the user did not set is the service's to fill, from the analysis plan if any."""
+    def given(name: str) -> bool:
+        source = ctx.get_parameter_source(name)  # typer's own click: compared by name
+        return source is not None and source.name != "DEFAULT"
+
+    return {name: values[name] for name in REPORT_OPTIONS if name == "experiment_id" or given(name)}
 
 
 def _report_query(
@@ -221,7 +253,7 @@ def _report_query(
 
 REPORT_OPTIONS = (
     "experiment_id", "engine", "subset", "burn_in_days", "include_unidentified", "since", "until",
-    "ranks", "unit_mode", "seed", "baseline", "intervals", "by_market",
+    "ranks", "unit_mode", "seed", "baseline", "intervals", "level", "correction", "by_market",
 )  # fmt: skip
 """The options of ``report experiment`` that POST /v1/reports/experiment takes as they are."""
 
@@ -313,6 +345,20 @@ def _print_notes(doc: dict[str, Any]) -> None:
         console.print(f"quintile: {markup_safe(_bucket_range(bounds))}")
     for w in doc.get("warnings") or []:
         console.print(f"warning ({markup_safe(w['code'])}): {markup_safe(w['message'])}")
+    if plan := doc.get("plan"):
+        console.print(markup_safe(plan_line(plan)))
+
+
+def plan_line(plan: dict[str, Any]) -> str:
+    """The analysis plan a report followed, and each setting asked for against it."""
+    head = f"analysis plan v{plan['version']} (sha256 {plan['sha256'][:12]})"
+    if plan["followed"]:
+        return f"{head}: followed"
+    asked = "; ".join(
+        f"{name} {d['asked']!r} (planned {d['planned']!r})" for name, d in sorted(plan["departures"].items())
+    )
+    logged = f", logged at {plan['logged_at']} UTC" if plan.get("logged_at") else ""
+    return f"{head}: DEPARTS from it: {asked}{logged}"
 
 
 INTERVAL_NAMES = {"bootstrap": "95% CI", "sequential": "95% confidence sequence"}
@@ -323,7 +369,8 @@ def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
 
     console = result_console()
     planted = planted_lookup(doc.get("planted"))
-    shown = INTERVAL_NAMES.get(doc.get("intervals", ""), "95% CI")
+    level = f"{doc.get('level', 0.95):.1%}".replace(".0%", "%")
+    shown = INTERVAL_NAMES.get(doc.get("intervals", ""), "95% CI").replace("95%", level)
     ctr_table = Table(
         "arm",
         "units",

@@ -30,7 +30,7 @@ from studies.arrangement.read.markets import run_market_health
 from studies.arrangement.read.report import report_json, run_experiment_report
 from studies.arrangement.read.timeline import run_timeline_records
 from studies.arrangement.selection import ReportQuery, default_preprocessing, parse_moment, parse_window
-from studies.arrangement.tables import BOX_BASELINE, BOX_RANKS
+from studies.arrangement.tables import BOX_BASELINE, BOX_RANKS, LEVEL
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -204,12 +204,18 @@ async def _report_json(
     store: Store, query: ReportQuery, p: dict[str, Any], intervals: str, targets: Targets | None
 ) -> dict[str, Any]:
     report = await run_experiment_report(
-        store, query, p["ranks"], p["seed"], p["baseline"], intervals, targets
+        store, query, p["ranks"], p["seed"], p["baseline"], intervals, targets, p.get("level", LEVEL)
     )
     if p.get("by_market"):
         window = query.window()
         report = replace(report, markets=await run_market_health(store, *_study(query), window))
-    return {**report_json(report), "burn_in_days": query.burn_in_days, "unit_mode": query.unit_mode}
+    return {
+        **report_json(report),
+        "engine": query.engine,
+        "subset": query.subset,
+        "burn_in_days": query.burn_in_days,
+        "unit_mode": query.unit_mode,
+    }
 
 
 def _study(query: ReportQuery) -> tuple[str, str, int]:

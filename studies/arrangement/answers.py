@@ -25,6 +25,12 @@ from studies.arrangement.tables import CONTROL, ELEMENTS
 Number = float | None
 """An estimate: ``null`` where it is undefined (no units, no baseline)."""
 
+
+def interval_guarantee(intervals: str, level: float = 0.95) -> str:
+    """What the report's intervals guarantee, at its level."""
+    return INTERVAL_GUARANTEES[intervals].replace("95%", f"{level:.1%}".replace(".0%", "%"), 1)
+
+
 INTERVAL_GUARANTEES = {
     "bootstrap": "95% clustered bootstrap: valid for one look at a fixed moment, not for watching",
     "sequential": (
@@ -271,6 +277,19 @@ class PlantedValue(_Closed):
     value: float
 
 
+class PlanFollowed(_Closed):
+    version: int = Field(ge=1)
+    sha256: str = Field(min_length=64, max_length=64)
+    followed: bool = Field(description="True: every setting was the plan's.")
+    departures: dict[str, dict[str, Any]] = Field(
+        description='Per setting asked for against the plan: {"asked": .., "planned": ..}.'
+    )
+    logged_at: str | None = Field(
+        description="When the departures were logged (UTC); null when none, or not logged "
+        "(the board's figures mark them without logging)."
+    )
+
+
 class ExperimentReport(_Closed):
     """``auditstream report experiment --format json``."""
 
@@ -283,16 +302,22 @@ class ExperimentReport(_Closed):
     )
     performative_power: PerformativePower
     preprocessing: list[Drops]
+    engine: str | None = Field(None, description="The engine: as asked, else the plan's, else google.")
+    subset: str | None = Field(None, description="The subset: as asked, else the plan's, else all.")
     burn_in_days: int = Field(
-        ge=0, description="Days dropped at the start of each install: as asked, else as registered, else 4."
+        ge=0,
+        description="Days dropped at the start of each install: as asked, else the plan's, else as "
+        "registered, else 4.",
     )
     unit_mode: Literal["click", "impression"] = Field(
         description="What a unit is: as asked, else as the experiment was registered, else click."
     )
     intervals: str = Field(json_schema_extra={"enum": list(INTERVAL_GUARANTEES)})
+    level: float = Field(0.95, gt=0.5, lt=1, description="The intervals' confidence level.")
     interval_guarantee: str
     decisions: DecisionLine | None = Field(
-        description="Sequential intervals: per arm, the first day delta_c1 excluded zero (ISO date)."
+        description="Sequential intervals: per arm, the first day delta_c1 excluded zero (ISO date); "
+        "null at a level other than 95% (the daily looks are stored at 95%)."
     )
     reweighting: dict[str, Any] | None = Field(description="With targets: installs raked, effective size.")
     unweighted_arms: list[ReportArm] | None
@@ -313,6 +338,11 @@ class ExperimentReport(_Closed):
         default=None,
         description="A simulated study: the values it planted for this experiment, engine, subset "
         "and baseline (table planted_values); null when none were recorded.",
+    )
+    plan: PlanFollowed | None = Field(
+        default=None,
+        description="The experiment's analysis plan, when it has one: the version the report "
+        "followed and the settings asked for against it (logged in plan_deviations).",
     )
 
 

@@ -17,6 +17,8 @@ AGE_CAP = 7
 """Days since install are kept up to 7 (7 = seven or more) in the study-wide rows."""
 REPLICATES = 200
 """Bootstrap replicates (``figure3``'s default, the analyst views' ``range(200)``)."""
+LEVEL = 0.95
+"""The default confidence level (the stored daily looks and per-hour replicates are read at it)."""
 HOURLY_SEED = 0
 """The seed of the stored per-hour replicates (``report timeline``'s and the board's default)."""
 GRACE_S = 3600

@@ -103,3 +103,47 @@ def test_cli_registers_shows_amends_and_lists_deviations(service: Service, tmp_p
         app, ["plan", "register", str(path), "--url", service.url, "--api-key", service.api_key]
     )
     assert bad.exit_code == 2 and "not TOML" in bad.output
+
+
+def test_a_report_follows_the_plan_and_logs_each_departure(service: Service) -> None:
+    """Unset options are the plan's; an option asked against the plan is computed as asked,
+    marked in the answer and under the table, and logged with who and when; a report that
+    follows the plan (also one that names the plan's own values) logs nothing."""
+    from collectors.simulate.extension_traffic import DEFAULT_ARMS, TrafficConfig
+    from tests.helpers import post_study, report_json
+
+    experiment = "plan-follow"
+    body = config(experiment, arms=dict(DEFAULT_ARMS), start="2026-01-01", engines=["google", "bing"])
+    assert http("POST", service.url + "/v1/experiments", orjson.dumps(body), admin(service)).status == 201
+    post_study(service, TrafficConfig(experiment_id=experiment, seed=5, installs=60), 3_000)
+    planned = plan(experiment, subsets=["all", "box"], intervals={"level": 0.9})
+    url = service.url + f"/v1/experiments/{experiment}/plan"
+    assert http("PUT", url, orjson.dumps(planned), admin(service)).status == 200
+    sha = AnalysisPlan.model_validate(planned).sha256()
+
+    followed = report_json(service, experiment)
+    assert (followed["burn_in_days"], followed["level"], followed["subset"]) == (2, 0.9, "all")
+    assert followed["plan"] == {
+        "version": 1, "sha256": sha, "followed": True, "departures": {}, "logged_at": None
+    }  # fmt: skip
+    assert followed["interval_guarantee"].startswith("90% ")
+    named = report_json(service, experiment, "--burn-in-days", "2", "--level", "0.9", "--subset", "box")
+    assert named["plan"]["followed"] and named["subset"] == "box"
+    explicit = report_json(service, experiment, "--burn-in-days", "2", "--level", "0.9")
+    assert explicit["arms"] == followed["arms"]
+    assert http("GET", url + "/deviations", None, admin(service)).body["deviations"] == []
+
+    departed = report_json(service, experiment, "--burn-in-days", "0", "--subset", "ads")
+    departures = {
+        "burn_in_days": {"asked": 0, "planned": 2},
+        "subset": {"asked": "ads", "planned": ["all", "box"]},
+    }
+    assert departed["plan"]["followed"] is False and departed["plan"]["departures"] == departures
+    assert departed["burn_in_days"] == 0 and departed["plan"]["logged_at"]
+    log = http("GET", url + "/deviations", None, admin(service)).body["deviations"]
+    assert [(d["plan_sha256"], d["what"]) for d in log] == [(sha, departures)]
+    assert log[0]["by"] and service.api_key not in orjson.dumps(log).decode()
+    table = cli(service, "report", "experiment", experiment, "--burn-in-days", "0")
+    assert "DEPARTS from it: burn_in_days 0 (planned 2)" in " ".join(table.split())
+    log = http("GET", url + "/deviations", None, admin(service)).body["deviations"]
+    assert [d["what"] for d in log] == [departures, {"burn_in_days": {"asked": 0, "planned": 2}}]

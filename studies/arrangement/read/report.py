@@ -19,7 +19,7 @@ from analytics.stats.arrangement_table import (
 from analytics.stats.bootstrap import replicate_weights
 from analytics.stats.reweight import Targets
 from core.store import Store
-from studies.arrangement.answers import INTERVAL_GUARANTEES, flatten, power_json
+from studies.arrangement.answers import flatten, interval_guarantee, power_json
 from studies.arrangement.arrays import element_totals, report_arrays
 from studies.arrangement.read.decision_line import decision_days
 from studies.arrangement.read.markets import registered_allocation
@@ -27,7 +27,7 @@ from studies.arrangement.read.planted import read_planted
 from studies.arrangement.read.raking import KeyedWeights, install_weights
 from studies.arrangement.read.warnings import report_warnings
 from studies.arrangement.selection import ReportQuery
-from studies.arrangement.tables import BOX_BASELINE, BOX_RANKS, CONTROL, ELEMENTS, REPLICATES
+from studies.arrangement.tables import BOX_BASELINE, BOX_RANKS, CONTROL, ELEMENTS, LEVEL, REPLICATES
 
 
 def table_from_rows(
@@ -94,6 +94,7 @@ class ExperimentReport:
     shares: list[dict[str, Any]]
     drops: list[dict[str, Any]]
     intervals: str = "bootstrap"
+    level: float = 0.95
     reweighting: dict[str, Any] | None = None
     """With targets: the installs raked, left alone and the effective sample size; figure3
     and box are then weighted and ``unweighted`` holds the panel's own Figure 3."""
@@ -132,6 +133,7 @@ async def run_experiment_report(
     baseline: str = "control",
     intervals: str = "bootstrap",
     targets: Targets | None = None,
+    level: float = 0.95,
 ) -> ExperimentReport:
     """Read and compute an experiment report from a store: the per-install statistics go
     through the columnar path (no rows as JSON), the small tables as rows. This is what the
@@ -183,7 +185,7 @@ async def run_experiment_report(
         if weighted and weight_of is not None:
             arrays = replace(arrays, weights=weight_of.lookup(arrays.keys))
         made = figure3_arrays(
-            arrays, ranks, seed=seed, baseline=baseline, intervals=intervals, weight_of=weights
+            arrays, ranks, seed=seed, baseline=baseline, intervals=intervals, weight_of=weights, level=level
         )
         return within_range(made, baseline)
 
@@ -193,7 +195,7 @@ async def run_experiment_report(
     box_positions = report_arrays(box, BOX_RANKS)[0] if box.num_rows else None
 
     decisions = None
-    if intervals == "sequential" and positions is not None:
+    if intervals == "sequential" and positions is not None and level == LEVEL:  # looks are stored at 95%
         decisions = await decision_days(store, query, seed, baseline, totals=positions)
     figure = table(positions, ranks, baseline)
     box_table = table(box_positions, BOX_RANKS, BOX_BASELINE)
@@ -209,6 +211,7 @@ async def run_experiment_report(
         ),
         drops=drop_rows,
         intervals=intervals,
+        level=level,
         reweighting=reweighting,
         unweighted=table(positions, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
@@ -244,7 +247,8 @@ def report_json(report: ExperimentReport) -> dict[str, Any]:
         "performative_power": power,
         "preprocessing": report.drops,
         "intervals": report.intervals,
-        "interval_guarantee": INTERVAL_GUARANTEES[report.intervals],
+        "level": report.level,
+        "interval_guarantee": interval_guarantee(report.intervals, report.level),
         "decisions": report.decisions,
         "reweighting": report.reweighting,
         "unweighted_arms": flatten(report.unweighted) if report.unweighted is not None else None,

@@ -38,14 +38,21 @@ from schemas.sql import quote
 from studies.arrangement.answers import flatten, record_keys
 from studies.arrangement.arrays import arrays_from_arrow
 from studies.arrangement.selection import ReportQuery
-from studies.arrangement.tables import AGE_CAP, HOUR_S, HOURLY_SEED, MAX_RANKS, REPLICATES, UNIT_COLUMNS
+from studies.arrangement.tables import (
+    AGE_CAP,
+    HOUR_S,
+    HOURLY_SEED,
+    LEVEL,
+    MAX_RANKS,
+    REPLICATES,
+    UNIT_COLUMNS,
+)
 from studies.arrangement.tables import HOURLY as HOURLY_TABLE
 
 HOURLY_REPLICATES = REPLICATES
 HOURLY_RANKS = MAX_RANKS
 HOURLY_AGE_CAP = AGE_CAP
 """Ages are kept up to 7 days (7 = seven or more), as in ``agg_arrangement_install``."""
-LEVEL = 0.95
 CHUNK_COLUMNS = 512
 """(window, position) columns per ``_bootstrap_bounds`` call: its percentiles run faster on
 a block that stays in cache than on all windows at once."""
