@@ -79,3 +79,31 @@ def _differs(asked: Any, planned: Any) -> bool:
     if planned is None:
         return bool(asked)  # an empty list of targets asks for nothing
     return bool(asked != planned)
+
+
+Hypothesis = tuple[str, str, int]
+"""(quantity, arm, rank): delta or beta of one arm against the baseline at one rank."""
+
+
+def correction_family(
+    plan: AnalysisPlan | None, engine: str, subset: str, baseline: str, arms: Collection[str], ranks: int
+) -> list[Hypothesis]:
+    """The comparisons a report corrects together. With a plan: its primary quantities (and
+    the secondary ones when its family is ``all``) of this engine and subset, against the
+    plan's baseline; CTRs are estimates, not tests, and a quantity of an arm the selection
+    lacks, or past the report's ranks, is left out (the answer lists what was tested).
+    Without a plan: delta of every arm at every rank shown."""
+    if plan is None:
+        return [("delta", a, r) for a in sorted(arms) if a != baseline for r in range(1, ranks + 1)]
+    if baseline != plan.baseline:
+        return []
+    chosen = plan.primary if plan.correction.family == "primary" else [*plan.primary, *plan.secondary]
+    return [
+        (q.quantity, q.arm, q.rank)
+        for q in chosen
+        if q.quantity != "ctr"
+        and q.engine == engine
+        and q.subset == subset
+        and q.arm in arms
+        and q.rank <= ranks
+    ]

@@ -82,3 +82,19 @@ def test_a_plan_without_the_whole_selection_reports_its_first_primary_subset() -
         }
     )
     assert follow(DEFAULTS, {"experiment_id"}, boxed).settings["subset"] == "box"
+
+
+def test_the_correction_family_is_the_plans_tests_in_this_selection() -> None:
+    from studies.arrangement.plan_settings import correction_family
+
+    arms = {"control", "swap_1_2", "swap_1_3"}
+    # secondary beta_1 is on bing and box: not in a google/all report; family "all" is the default
+    assert correction_family(PLAN, "google", "all", "control", arms, 6) == [("delta", "swap_1_2", 1)]
+    assert correction_family(PLAN, "bing", "box", "control", arms, 6) == [("beta", "swap_1_2", 1)]
+    assert correction_family(PLAN, "google", "all", "swap_1_3", arms, 6) == []  # another baseline
+    assert correction_family(None, "google", "all", "control", arms, 2) == [
+        ("delta", "swap_1_2", 1),
+        ("delta", "swap_1_2", 2),
+        ("delta", "swap_1_3", 1),
+        ("delta", "swap_1_3", 2),
+    ]
