@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.stats import t as student_t
 
-from analytics.stats import multiplicity, planner
+from analytics.stats import family_tests, multiplicity, planner
 from analytics.stats import variance_reduction as vr
 
 ARMS = ("control", "swap_1_2", "swap_1_3", "swap_2_3", "hide_ads_box", "hide_ads_box_swap_1_2", "hide_box")
@@ -96,6 +96,102 @@ def simulate(rng: np.random.Generator, world: PaperWorld) -> tuple[np.ndarray, n
     return units.astype(np.float64), clicks.astype(np.float64)
 
 
+WEBB = np.sqrt(np.array([0.5, 1.0, 1.5]))
+
+
+def wild_p_values(
+    units: np.ndarray,
+    clicks: np.ndarray,
+    rng: np.random.Generator,
+    replicates: int = 9999,
+    kind: str = "rademacher",
+) -> np.ndarray:
+    """Restricted wild cluster bootstrap-t (WCR; Cameron, Gelbach & Miller 2008) p-values
+    [arm, rank] for H0: delta = 0 of every arm against control, studentised by the CR1
+    sandwich. Under H0 both arms share the pooled ratio R~; each replicate multiplies
+    install g's restricted residual sums in both arms by one weight w_g (Rademacher, or
+    Webb's six points) and refits. Every replicate's estimate and CR1 variance are
+    matrix products of the weights with per-install columns (the variance expanded as a
+    quadratic in w), so 9,999 replicates cost a few products. p = (1 + #{|t*| >= |t|}) /
+    (B + 1)."""
+    u, y = units, clicks
+    g_n = u.shape[0]
+    n = u.sum(axis=0)
+    # the observed t, CR1
+    obs = family_tests.gap_inference(u, y, se="cr1")
+    t_obs = np.abs(obs.estimate["delta"] / obs.se["delta"])  # [arm, rank]
+    r_null = (y.sum(axis=0) + y[:, 0].sum(axis=0)[None]) / (n + n[0])[:, None]  # [arm, rank]
+    p_a = (y - r_null[None] * u[:, :, None]) / n[None, :, None]
+    p_0 = (y[:, :1] - r_null[None] * u[:, :1, None]) / n[0]
+    d = p_a - p_0
+    h_a, h_0 = (u / n[None])[:, :, None], (u[:, :1] / n[0])[:, :, None]
+    cols = np.concatenate([x.reshape(g_n, -1) for x in (p_a, p_0, d * h_a, d * h_0)], axis=1)
+    if kind == "rademacher":
+        w = rng.integers(0, 2, (replicates, g_n)) * 2.0 - 1
+    else:
+        w = WEBB[rng.integers(0, 3, (replicates, g_n))] * (rng.integers(0, 2, (replicates, g_n)) * 2.0 - 1)
+    prod = (w @ cols).reshape(replicates, 4, *d.shape[1:])
+    m_a, m_0, w_da, w_d0 = prod[:, 0], prod[:, 1], prod[:, 2], prod[:, 3]
+    w2d2 = ((w**2) @ (d**2).reshape(g_n, -1)).reshape(replicates, *d.shape[1:])
+    var = (
+        w2d2
+        - 2 * m_a * w_da
+        + 2 * m_0 * w_d0
+        + m_a**2 * (h_a**2).sum(0)
+        - 2 * m_a * m_0 * (h_a * h_0).sum(0)
+        + m_0**2 * (h_0**2).sum(0)
+    ) * (g_n / (g_n - 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t_star = np.abs(m_a - m_0) / np.sqrt(var)
+    p = (1 + (t_star >= t_obs[None]).sum(axis=0)) / (replicates + 1)
+    p[0] = np.nan
+    return p
+
+
+def bootstrap_t_p_values(units: np.ndarray, clicks: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Bootstrap-t p-values [arm, rank] for delta = 0 from the service's Poisson replicates
+    (weights [install, replicate]): t*_b = (delta*_b - delta) / SE*_b, SE*_b the CR1
+    sandwich of replicate b (installs weighted by W_gb, G*_b those with W > 0);
+    p = (1 + #{|t*| >= |t|}) / (B + 1), at least 2/(B + 1)... 1/(B + 1) with 200."""
+    u, y = units, clicks
+    obs = family_tests.gap_inference(u, y, se="cr1")
+    t_obs = np.abs(obs.estimate["delta"] / obs.se["delta"])
+    w = weights.T[:, :, None]  # [replicate, install, 1]
+    wu, wy = w * u[None], w[..., None] * y[None]  # [B, G, A], [B, G, A, K]
+    n_star = wu.sum(axis=1)  # [B, A]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r_star = wy.sum(axis=1) / n_star[:, :, None]  # [B, A, K]
+        e = (wy - r_star[:, None] * wu[..., None]) / n_star[:, None, :, None]
+        score = e - e[:, :, :1]
+        g_star = (weights > 0).sum(axis=0)[:, None, None]  # [B, 1, 1]
+        se_star = np.sqrt((score**2).sum(axis=1) * g_star / (g_star - 1))
+        t_star = np.abs((r_star - r_star[:, :1]) - obs.estimate["delta"][None]) / se_star
+    p = (1 + (t_star >= t_obs[None]).sum(axis=0)) / (weights.shape[1] + 1)
+    p[0] = np.nan
+    return p
+
+
+@dataclass
+class Rates:
+    """One p-value method's decisions over studies."""
+
+    any_holm: list[bool] = field(default_factory=list)
+    any_bh: list[bool] = field(default_factory=list)
+    fdp_bh: list[float] = field(default_factory=list)
+    power_holm: list[float] = field(default_factory=list)
+    power_bh: list[float] = field(default_factory=list)
+
+    def add(self, p: np.ndarray, null: np.ndarray, alpha: float) -> None:
+        holm = multiplicity.holm(p) <= alpha
+        bh = multiplicity.benjamini_hochberg(p) <= alpha
+        self.any_holm.append(bool((holm & null).any()))
+        self.any_bh.append(bool((bh & null).any()))
+        self.fdp_bh.append(float((bh & null).sum() / max(int(bh.sum()), 1)))
+        if (~null).any():
+            self.power_holm.append(float(holm[~null].mean()))
+            self.power_bh.append(float(bh[~null].mean()))
+
+
 @dataclass
 class Tally:
     """Per-study results gathered over studies."""
@@ -112,6 +208,7 @@ class Tally:
     power_bh: list[float] = field(default_factory=list)
     covered: dict[str, list[np.ndarray]] = field(default_factory=dict)
     width: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    rates: dict[str, Rates] = field(default_factory=dict)
 
     def add(self, name: str, covered: np.ndarray, width: np.ndarray) -> None:
         self.covered.setdefault(name, []).append(covered)
@@ -119,8 +216,15 @@ class Tally:
 
 
 def run_study(
-    rng: np.random.Generator, world: PaperWorld, tally: Tally, alpha: float = 0.05, t_reference: bool = True
+    rng: np.random.Generator,
+    world: PaperWorld,
+    tally: Tally,
+    alpha: float = 0.05,
+    t_reference: bool = True,
+    aux: np.random.Generator | None = None,
 ) -> None:
+    """One study into ``tally``. ``aux``: the wild bootstrap's weights come from it (not from
+    ``rng``, so the simulated studies do not depend on which alternatives are measured)."""
     units, clicks = simulate(rng, world)
     keys = rng.integers(0, 2**63, world.installs, dtype=np.int64).astype(np.uint64)
     w = vr.install_weight_rows(keys, REPLICATES, 0)
@@ -134,10 +238,11 @@ def run_study(
     truth = true_delta(world.planted)[1:, :FAMILY_RANKS]  # [6, 3]
     fam = (slice(1, None), slice(0, FAMILY_RANKS))
 
-    # the family's p-values (plain bootstrap SE, as a report would) and decisions
-    est = table.plain["delta"][fam].ravel()
-    reps = plain["delta"][(slice(None), *fam)].reshape(REPLICATES, -1)
-    p = multiplicity.bootstrap_p_values(est, reps, df=world.installs - 1 if t_reference else None)
+    # the family's p-values by the report's method (``family_tests``' defaults: leave-one-
+    # install-out jackknife SE, Bell-McCaffrey df) and decisions
+    chosen = family_tests.gap_inference(units, clicks)
+    reduced = family_tests.gap_inference(units, clicks, control_sums=table.control_sums)
+    p = family_tests.t_p_values(chosen.estimate["delta"], chosen.se["delta"], chosen.df["delta"])[fam].ravel()
     null = (truth == 0).ravel()
     reject = {
         "unadjusted": p <= alpha,
@@ -155,12 +260,57 @@ def run_study(
     if (~null).any():
         tally.power_holm.append(float(reject["holm"][~null].mean()))
         tally.power_bh.append(float(reject["bh"][~null].mean()))
-    # the same family on the variance-reduced sandwich (t with N - 1 df): another p-value source
-    t_stat = np.abs(table.adjusted["delta"][fam] / table.adjusted_se["delta"][fam]).ravel()
-    p_vr = 2 * student_t.sf(t_stat, world.installs - 1)
+    # the same family on the variance-reduced estimates, by the same method
+    p_vr = family_tests.t_p_values(reduced.estimate["delta"], reduced.se["delta"], reduced.df["delta"])[
+        fam
+    ].ravel()
     tally.any_holm_vr.append(bool(((multiplicity.holm(p_vr) <= alpha) & null).any()))
     r_vr = multiplicity.benjamini_hochberg(p_vr) <= alpha
     tally.fdp_bh_vr.append(float((r_vr & null).sum() / max(int(r_vr.sum()), 1)))
+
+    # the alternatives, on the same studies: p-values for the family, and the intervals
+    # (plain and variance-reduced) each SE method gives
+    # before issue 38's revision: the plain bootstrap SE (the service's replicates), and the
+    # variance-reduced sandwich, with t(N - 1)
+    est = table.plain["delta"][fam].ravel()
+    reps = plain["delta"][(slice(None), *fam)].reshape(REPLICATES, -1)
+    df_before = world.installs - 1 if t_reference else None
+    t_vr = np.abs(table.adjusted["delta"][fam] / table.adjusted_se["delta"][fam]).ravel()
+    alternatives = {
+        f"plain bootstrap SE, t({world.installs - 1}) (before)": multiplicity.bootstrap_p_values(
+            est, reps, df=df_before
+        ),
+        f"variance-reduced sandwich, t({world.installs - 1})": 2 * student_t.sf(t_vr, world.installs - 1),
+    }
+    for se in family_tests.SE_METHODS:
+        inf = family_tests.gap_inference(units, clicks, se=se, df="bell-mccaffrey")
+        red = family_tests.gap_inference(
+            units, clicks, se=se, df="bell-mccaffrey", control_sums=table.control_sums
+        )
+        for df_name in family_tests.DF_METHODS:
+            label = f"{se}, {'t(G-1)' if df_name == 'installs' else 'Bell-McCaffrey df'}"
+            nu = (
+                np.full_like(inf.df["delta"], inf.installs - 1.0)
+                if df_name == "installs"
+                else inf.df["delta"]
+            )
+            alternatives[label] = family_tests.t_p_values(inf.estimate["delta"], inf.se["delta"], nu)[
+                fam
+            ].ravel()
+            q = student_t.isf(0.025, nu)
+            for kind, res in (("plain", inf), ("reduced", red)):
+                mid, half = res.estimate["delta"][fam], (q * res.se["delta"])[fam]
+                tally.add(f"{kind} {label}", (mid - half <= truth) & (truth <= mid + half), 2 * half)
+    if aux is not None:
+        for kind in ("rademacher", "webb"):
+            alternatives[f"wild bootstrap-t, null imposed, {kind}"] = wild_p_values(
+                units, clicks, aux, kind=kind
+            )[fam].ravel()
+        alternatives["Poisson bootstrap-t, 200 replicates"] = bootstrap_t_p_values(units, clicks, w)[
+            fam
+        ].ravel()
+    for name, p_alt in alternatives.items():
+        tally.rates.setdefault(name, Rates()).add(p_alt, null, alpha)
 
     # intervals for the family's gaps, the truth inside or not
     def percentile(replicas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,6 +357,14 @@ def run_study(
         tally.add(name, (lo <= truth) & (truth <= hi), hi - lo)
     # beta_1 of swap_1_2 (truth 1 - k)
     beta_truth = 1 - factors(world.planted)[1, 0]
+    for name, res in (
+        ("beta1 swap_1_2 plain, jackknife", chosen),
+        ("beta1 swap_1_2 reduced, jackknife", reduced),
+    ):
+        lo_b, hi_b = multiplicity.normal_intervals(
+            res.estimate["beta"][1:2, 0], res.se["beta"][1:2, 0], 0.95, 1, res.df["beta"][1:2, 0]
+        )
+        tally.add(name, (lo_b <= beta_truth) & (beta_truth <= hi_b), hi_b - lo_b)
     for name, reps_b in (
         ("beta1 swap_1_2 plain", plain["beta"]),
         ("beta1 swap_1_2 adjusted", adjusted["beta"]),
@@ -220,7 +378,10 @@ def summarise(label: str, tally: Tally, studies: int) -> list[str]:
         m = float(np.mean(values))
         return f"{m:.3f} (MC sd {math.sqrt(max(m * (1 - m), 1e-12) / studies):.3f})"
 
-    lines = [f"== {label}: {studies} studies"]
+    lines = [
+        f"== {label}: {studies} studies; family p-values: {family_tests.SE} SE, {family_tests.DF} df "
+        "(MC sd of an FDR: at most the one shown)"
+    ]
     lines.append(f"family-wise error over true nulls: unadjusted {share(tally.any_unadjusted)}")
     lines.append(
         f"  Bonferroni {share(tally.any_bonferroni)}, Holm {share(tally.any_holm)}, BH {share(tally.any_bh)}"
@@ -230,7 +391,7 @@ def summarise(label: str, tally: Tally, studies: int) -> list[str]:
         f"unadjusted {np.mean(tally.fdp_unadjusted):.3f}"
     )
     lines.append(
-        f"on variance-reduced sandwich p-values, t(N-1): Holm FWER {share(tally.any_holm_vr)}, "
+        f"on the variance-reduced estimates, same method: Holm FWER {share(tally.any_holm_vr)}, "
         f"BH FDR {np.mean(tally.fdp_bh_vr):.3f}"
     )
     if tally.power_holm:
@@ -238,6 +399,12 @@ def summarise(label: str, tally: Tally, studies: int) -> list[str]:
             f"power (share of non-nulls found): Holm {np.mean(tally.power_holm):.3f}, "
             f"BH {np.mean(tally.power_bh):.3f}"
         )
+    lines.append("alternatives: Holm FWER, BH FWER, BH FDR; power Holm, BH")
+    for name, rates in tally.rates.items():
+        line = f"  {name}: {share(rates.any_holm)}, {share(rates.any_bh)}, {share(rates.fdp_bh)}" + (
+            f"; {np.mean(rates.power_holm):.3f}, {np.mean(rates.power_bh):.3f}" if rates.power_holm else ""
+        )
+        lines.append(line)
     for name, cov in tally.covered.items():
         c = np.array(cov)  # [study, ...]
         pooled = c.mean()
@@ -259,6 +426,15 @@ def summarise(label: str, tally: Tally, studies: int) -> list[str]:
         )
     bw = np.array(tally.width["beta1 swap_1_2 adjusted"]) / np.array(tally.width["beta1 swap_1_2 plain"])
     lines.append(f"median width ratio beta1 swap_1_2 adjusted / plain: {np.median(bw):.3f}")
+    chosen = "jackknife, Bell-McCaffrey df"
+    ratio = np.array(tally.width[f"reduced {chosen}"]) / np.array(tally.width[f"plain {chosen}"])
+    bj = np.array(tally.width["beta1 swap_1_2 reduced, jackknife"]) / np.array(
+        tally.width["beta1 swap_1_2 plain, jackknife"]
+    )
+    lines.append(
+        f"median width ratio reduced / plain, {chosen}: swap_1_2 delta1 {np.median(ratio[:, 0, 0]):.3f}, "
+        f"all 18 gaps {np.median(ratio):.3f}, beta1 swap_1_2 {np.median(bj):.3f}"
+    )
     return lines
 
 
@@ -322,6 +498,7 @@ def main() -> None:
     world = PaperWorld(
         installs=args.installs, units_per_install=args.units, kappa=args.kappa, activity_cv=args.activity_cv
     )
+    aux = np.random.default_rng([args.seed, 1])
     start = time.perf_counter()
     print(
         f"stats_validation {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: {world.installs} installs, "
@@ -333,7 +510,7 @@ def main() -> None:
         tally = Tally()
         w = replace(world, planted=planted)
         for _ in range(args.studies):
-            run_study(rng, w, tally)
+            run_study(rng, w, tally, aux=aux)
         for line in summarise(label, tally, args.studies):
             print(line, file=sys.stderr)
     if not args.skip_planner:

@@ -125,14 +125,20 @@ def percentile_intervals(replicates: np.ndarray, level: float, m: int = 1) -> tu
     return lo, hi
 
 
+Df = float | np.ndarray | None
+"""Reference degrees of freedom: None for the normal, else Student's t with df (one number,
+or one per hypothesis, as ``family_tests``' Bell-McCaffrey df)."""
+
+
 def normal_intervals(
-    estimate: np.ndarray, se: np.ndarray, level: float, m: int = 1, df: int | None = None
+    estimate: np.ndarray, se: np.ndarray, level: float, m: int = 1, df: Df = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """estimate +- z se at the Bonferroni level of a family of m: the simultaneous interval
     that does not need thousands of replicates in its tails. With ``df``, Student's t
-    quantile instead of z (as ``bootstrap_p_values(..., df)``)."""
+    quantile instead of z (as ``bootstrap_p_values(..., df)``); an array of df gives each
+    estimate its own."""
     tail = (1 - bonferroni_level(level, m)) / 2
-    z = float(norm.isf(tail) if df is None else student_t.isf(tail, df))
+    z = norm.isf(tail) if df is None else student_t.isf(tail, np.asarray(df, dtype=np.float64))
     est, s = np.asarray(estimate, dtype=np.float64), np.asarray(se, dtype=np.float64)
     return est - z * s, est + z * s
 
@@ -163,7 +169,7 @@ class HolmReport:
 
 
 def holm_report(
-    estimate: np.ndarray, se: np.ndarray, p_values: np.ndarray, alpha: float = 0.05, df: int | None = None
+    estimate: np.ndarray, se: np.ndarray, p_values: np.ndarray, alpha: float = 0.05, df: Df = None
 ) -> HolmReport:
     """``HolmReport`` from point estimates, SEs and p-values of one family (same shapes).
     The decisions and intervals agree as the class says when the p-values come from the
@@ -201,7 +207,7 @@ class FcrIntervals:
 
 
 def bh_fcr_intervals(
-    estimate: np.ndarray, se: np.ndarray, p_values: np.ndarray, alpha: float = 0.05, df: int | None = None
+    estimate: np.ndarray, se: np.ndarray, p_values: np.ndarray, alpha: float = 0.05, df: Df = None
 ) -> FcrIntervals:
     """BH selection at ``alpha`` and the FCR-adjusted normal (``df``: t) intervals of the
     selected (the BY 2005 pairing: BH at q selects exactly the hypotheses whose 1 - R q/m
