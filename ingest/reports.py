@@ -23,7 +23,7 @@ from ingest.board.routes import COMPUTE
 from ingest.errors import problem
 from ingest.handlers import authorize, bad_request, json_response, read_json, store_unavailable
 from ingest.plans import StoredPlan, current_plan, log_deviation
-from studies.arrangement.plan_settings import follow
+from studies.arrangement.plan_settings import correction_family, follow
 from studies.arrangement.selection import ReportQuery, parse_moment, parse_window
 
 
@@ -56,6 +56,8 @@ class ExperimentReportRequest(BaseModel):
     """The intervals' confidence level (the plan's, when the experiment has one)."""
     correction: Literal["holm", "bh", "bonferroni", "none"] = "none"
     """Multiple-comparison correction over the family (the plan's, when it has one)."""
+    variance_reduction: StrictBool = False
+    """Also the variance-reduced estimates (``docs/variance-reduction.md``) beside the plain."""
     targets: list[TargetMargin] | None = Field(None, max_length=500)
     """Reweighting: the target population's margins (``docs/reweighting.md``)."""
     by_market: StrictBool = False
@@ -152,6 +154,12 @@ async def experiment_report(
         followed = follow(asked.model_dump(), asked.model_fields_set, stored.plan)
         asked = asked.model_copy(update=followed.settings)
     params = asked.model_dump()
+    family = (
+        None
+        if stored is None
+        else correction_family(stored.plan, asked.engine, asked.subset, asked.baseline, None, asked.ranks)
+    )
+    params["family"] = None if family is None else tuple(family)
     params["targets"] = tuple(params["targets"] or ())  # Panel parameters are hashable
     params["targets"] = tuple(tuple(sorted(t.items())) for t in params["targets"])
     doc = await _compute(request, Panel("report", tuple(params.items())))

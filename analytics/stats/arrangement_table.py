@@ -148,6 +148,26 @@ def _arms_present(rows: PerInstallArrays) -> dict[str, int]:
     return {rows.arm_names[a]: a for a in present.tolist()}
 
 
+def install_matrix(rows: PerInstallArrays, ranks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The installs (sorted keys), each row's install, and the per-install matrix
+    [install, arm x (units, c_1..c_k)] (arm-major, arms as ``rows.arm_codes``), unweighted."""
+    installs, at = sorted_unique(rows.keys)
+    n, n_arms, width = installs.size, len(rows.arm_names), ranks + 1
+    cell = at * n_arms + rows.arm_codes
+    sums = np.empty((n * n_arms, width))
+    # rows of one (install, arm) add up; a bincount per column, in row order as np.add.at
+    # would add them (counts: exact in float64), far cheaper than np.add.at (bench/README.md,
+    # "Figures behind the code")
+    for j, column in enumerate([rows.units, *(rows.clicks[:, i] for i in range(ranks))]):
+        sums[:, j] = np.bincount(cell, weights=column, minlength=n * n_arms)
+    return installs, at, sums.reshape(n, n_arms * width)
+
+
+def arms_present(rows: PerInstallArrays) -> dict[str, int]:
+    """The arms that have rows, by name, with their column block in ``install_matrix``."""
+    return _arms_present(rows)
+
+
 def figure3_arrays(
     rows: PerInstallArrays,
     ranks: int = 6,
@@ -162,16 +182,8 @@ def figure3_arrays(
     matrix [install, arm x (units, c_1..c_k)]; every replicate sum of every arm is then one
     matrix product with the weights [install, replicate]. ``weight_of`` gives weight rows
     the caller already holds (a ``ReplicateWeights`` set multiplies without gathering them)."""
-    installs, at = sorted_unique(rows.keys)
+    installs, at, per_install = install_matrix(rows, ranks)
     n, n_arms, width = installs.size, len(rows.arm_names), ranks + 1
-    cell = at * n_arms + rows.arm_codes
-    sums = np.empty((n * n_arms, width))
-    # rows of one (install, arm) add up; a bincount per column, in row order as np.add.at
-    # would add them (counts: exact in float64), far cheaper than np.add.at (bench/README.md,
-    # "Figures behind the code")
-    for j, column in enumerate([rows.units, *(rows.clicks[:, i] for i in range(ranks))]):
-        sums[:, j] = np.bincount(cell, weights=column, minlength=n * n_arms)
-    per_install: np.ndarray = sums.reshape(n, n_arms * width)  # arm-major: units, c_1..c_k
     raw_units = per_install[:, ::width].copy()
     if rows.weights is not None:
         install_weight = np.zeros(n)

@@ -14,6 +14,7 @@ from rich.table import Table
 from auditstream.cli import report_autocomplete
 from auditstream.cli.common import fail, result_console
 from auditstream.cli.data import ApiKeyOpt, Format, Url, call_api, print_result, run_sql
+from auditstream.cli.report_family import print_corrections, print_reduced
 from auditstream.cli.safe_text import json_safe, markup_safe, plain
 
 if TYPE_CHECKING:
@@ -153,6 +154,13 @@ Reweight = Annotated[
         "weighted estimates by raking, beside the panel's own"
     ),
 ]
+Reduce = Annotated[
+    bool,
+    typer.Option(
+        "--variance-reduction",
+        help="Also variance-reduced gaps and distortions beside the plain ones (docs/variance-reduction.md)",
+    ),
+]
 ByMarket = Annotated[
     bool, typer.Option("--by-market", help="Also identification and SRM per engine market (raw events)")
 ]
@@ -178,6 +186,7 @@ def experiment(
     level: Level = 0.95,
     correction: Correction = "none",
     reweight: Reweight = None,
+    variance_reduction: Reduce = False,
     by_market: ByMarket = False,
     url: Url = "http://127.0.0.1:8080",
     api_key: ApiKeyOpt = None,
@@ -215,6 +224,7 @@ def experiment(
 def _given_options(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
     """The request's options the user set (not left at their defaults), and the experiment:
     what the user did not set is the service's to fill, from the analysis plan if any."""
+
     def given(name: str) -> bool:
         source = ctx.get_parameter_source(name)  # typer's own click: compared by name
         return source is not None and source.name != "DEFAULT"
@@ -253,7 +263,8 @@ def _report_query(
 
 REPORT_OPTIONS = (
     "experiment_id", "engine", "subset", "burn_in_days", "include_unidentified", "since", "until",
-    "ranks", "unit_mode", "seed", "baseline", "intervals", "level", "correction", "by_market",
+    "ranks", "unit_mode", "seed", "baseline", "intervals", "level", "correction", "variance_reduction",
+    "by_market",
 )  # fmt: skip
 """The options of ``report experiment`` that POST /v1/reports/experiment takes as they are."""
 
@@ -399,6 +410,8 @@ def _print_experiment(doc: dict[str, Any], title: str, ranks: int) -> None:
             )  # fmt: skip
     console.print(ctr_table)
     console.print(gap_table)
+    print_corrections(doc.get("corrections"))
+    print_reduced(doc.get("variance_reduction"))
     _print_notes(doc)
     _print_reweighting(doc, ranks)
     columns = ["arm", "organic", "ad", "shopping_box", "ssr", "other"]

@@ -204,7 +204,17 @@ async def _report_json(
     store: Store, query: ReportQuery, p: dict[str, Any], intervals: str, targets: Targets | None
 ) -> dict[str, Any]:
     report = await run_experiment_report(
-        store, query, p["ranks"], p["seed"], p["baseline"], intervals, targets, p.get("level", LEVEL)
+        store,
+        query,
+        p["ranks"],
+        p["seed"],
+        p["baseline"],
+        intervals,
+        targets,
+        p.get("level", LEVEL),
+        p.get("correction", "none"),
+        p.get("family"),
+        bool(p.get("variance_reduction")),
     )
     if p.get("by_market"):
         window = query.window()

@@ -260,10 +260,11 @@ class MarketHealth(_Closed):
 class ReportWarning(_Closed):
     """A warning about the report's own numbers (``read/warnings.py``)."""
 
-    code: Literal["srm_mismatch", "unweighted", "too_few_units"] = Field(
+    code: Literal["srm_mismatch", "unweighted", "too_few_units", "no_variance_reduction"] = Field(
         description="srm_mismatch: the kept clicks per arm fail the SRM test against the registered "
         "allocation; unweighted: reweighting raked no install; too_few_units: an arm has fewer "
-        "than 10 units or 2 installs, so its intervals are null."
+        "than 10 units or 2 installs, so its intervals are null; no_variance_reduction: asked "
+        "for, but the registered weights of the arms are not known."
     )
     message: str
 
@@ -275,6 +276,49 @@ class PlantedValue(_Closed):
     quantity: str = Field(description="ctr, delta or beta, as the report defines them.")
     rank: int = Field(ge=0)
     value: float
+
+
+class FamilyTestAnswer(_Closed):
+    quantity: Literal["delta", "beta"]
+    arm: str
+    rank: int = Field(ge=1)
+    estimate: Number
+    p_value: Number = Field(description="Unadjusted, two-sided.")
+    adjusted_p_value: Number = Field(description="By the family's method (BH: the q-value).")
+    rejected: bool = Field(description="adjusted_p_value <= 1 - level.")
+    ci_low: Number
+    ci_high: Number
+    family_ci_low: Number = Field(description="At family_level (null: BH and not selected).")
+    family_ci_high: Number
+    family_level: Number
+
+
+class Corrections(_Closed):
+    method: Literal["holm", "bh", "bonferroni"]
+    family: str = Field(description='"plan" (its tests in this selection) or the default family.')
+    description: str
+    level: float
+    tests: list[FamilyTestAnswer]
+    untested: list[list[Any]] = Field(description="Members of the family this selection cannot test.")
+
+
+class ReducedEstimate(_Closed):
+    quantity: Literal["delta", "beta"]
+    arm: str
+    rank: int = Field(ge=1)
+    estimate: Number
+    ci_low: Number
+    ci_high: Number
+    plain_estimate: Number
+    plain_ci_low: Number
+    plain_ci_high: Number
+    width_ratio: Number = Field(description="Reduced interval's width over the plain one's.")
+
+
+class VarianceReduction(_Closed):
+    method: str
+    level: float
+    estimates: list[ReducedEstimate]
 
 
 class PlanFollowed(_Closed):
@@ -338,6 +382,16 @@ class ExperimentReport(_Closed):
         default=None,
         description="A simulated study: the values it planted for this experiment, engine, subset "
         "and baseline (table planted_values); null when none were recorded.",
+    )
+    corrections: Corrections | None = Field(
+        default=None,
+        description="The family's tests corrected for their number (the plan's correction, or "
+        "--correction); null without one.",
+    )
+    variance_reduction: VarianceReduction | None = Field(
+        default=None,
+        description="Asked for: variance-reduced estimates beside the plain ones; null otherwise "
+        "or when the registered arm weights are unknown.",
     )
     plan: PlanFollowed | None = Field(
         default=None,

@@ -86,15 +86,20 @@ Hypothesis = tuple[str, str, int]
 
 
 def correction_family(
-    plan: AnalysisPlan | None, engine: str, subset: str, baseline: str, arms: Collection[str], ranks: int
+    plan: AnalysisPlan | None,
+    engine: str,
+    subset: str,
+    baseline: str,
+    arms: Collection[str] | None,
+    ranks: int,
 ) -> list[Hypothesis]:
     """The comparisons a report corrects together. With a plan: its primary quantities (and
     the secondary ones when its family is ``all``) of this engine and subset, against the
     plan's baseline; CTRs are estimates, not tests, and a quantity of an arm the selection
-    lacks, or past the report's ranks, is left out (the answer lists what was tested).
-    Without a plan: delta of every arm at every rank shown."""
+    lacks (``arms``; None: not known yet), or past the report's ranks, is left out (the
+    answer lists what was tested). Without a plan: delta of every arm at every rank shown."""
     if plan is None:
-        return [("delta", a, r) for a in sorted(arms) if a != baseline for r in range(1, ranks + 1)]
+        return [("delta", a, r) for a in sorted(arms or ()) if a != baseline for r in range(1, ranks + 1)]
     if baseline != plan.baseline:
         return []
     chosen = plan.primary if plan.correction.family == "primary" else [*plan.primary, *plan.secondary]
@@ -104,6 +109,6 @@ def correction_family(
         if q.quantity != "ctr"
         and q.engine == engine
         and q.subset == subset
-        and q.arm in arms
+        and (arms is None or q.arm in arms)
         and q.rank <= ranks
     ]

@@ -147,3 +147,22 @@ def test_a_report_follows_the_plan_and_logs_each_departure(service: Service) -> 
     assert "DEPARTS from it: burn_in_days 0 (planned 2)" in " ".join(table.split())
     log = http("GET", url + "/deviations", None, admin(service)).body["deviations"]
     assert [d["what"] for d in log] == [departures, {"burn_in_days": {"asked": 0, "planned": 2}}]
+
+    # the plan's family (Holm, by default) beside Figure 3, and the variance-reduced estimates
+    swap = next(a for a in followed["arms"] if a["arm"] == "swap_1_2")
+    corrections = followed["corrections"]
+    assert (corrections["method"], corrections["family"]) == ("holm", "plan")
+    [test] = corrections["tests"]  # the plan's one primary test: delta_1 of swap_1_2
+    assert (test["quantity"], test["arm"], test["rank"]) == ("delta", "swap_1_2", 1)
+    assert test["estimate"] == pytest.approx(swap["delta_c1"], abs=1e-12)  # the same pooled gap
+    assert test["adjusted_p_value"] == pytest.approx(test["p_value"])  # a family of one
+    assert test["rejected"] == (test["p_value"] <= 0.1)  # alpha = 1 - the plan's level 0.9
+    reduced = report_json(service, experiment, "--variance-reduction", "--correction", "bh")
+    assert reduced["plan"]["departures"] == {"correction": {"asked": "bh", "planned": "holm"}}
+    assert reduced["corrections"]["method"] == "bh"
+    rows = {(e["quantity"], e["arm"], e["rank"]): e for e in reduced["variance_reduction"]["estimates"]}
+    one = rows[("delta", "swap_1_2", 1)]
+    assert one["plain_estimate"] == pytest.approx(swap["delta_c1"], abs=1e-12)
+    assert one["ci_low"] < one["estimate"] < one["ci_high"] and one["width_ratio"] > 0
+    table = cli(service, "report", "experiment", experiment, "--variance-reduction")
+    assert "family of 1 tests (plan)" in " ".join(table.split()) and "variance-reduced" in table

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,6 +22,7 @@ from analytics.stats.reweight import Targets
 from core.store import Store
 from studies.arrangement.answers import flatten, interval_guarantee, power_json
 from studies.arrangement.arrays import element_totals, report_arrays
+from studies.arrangement.read.corrections import corrections_json, reduced_json
 from studies.arrangement.read.decision_line import decision_days
 from studies.arrangement.read.markets import registered_allocation
 from studies.arrangement.read.planted import read_planted
@@ -113,6 +115,11 @@ class ExperimentReport:
     planted: list[dict[str, Any]] | None = None
     """A simulated study: the values it planted for this selection and baseline (``read/planted.py``)."""
 
+    corrections: dict[str, Any] | None = None
+    """The family's tests, corrected for their number (``read/corrections.py``)."""
+    variance_reduction: dict[str, Any] | None = None
+    """Asked for: variance-reduced estimates beside the plain ones (``read/corrections.py``)."""
+
     against_control: list[ArmRow] | None = None
     """Figure 3's c_1 against control when ``baseline`` is another arm: the performative
     power bound is defined against control whatever the report's baseline."""
@@ -134,6 +141,9 @@ async def run_experiment_report(
     intervals: str = "bootstrap",
     targets: Targets | None = None,
     level: float = 0.95,
+    correction: str = "none",
+    family: Sequence[tuple[str, str, int]] | None = None,
+    variance_reduction: bool = False,
 ) -> ExperimentReport:
     """Read and compute an experiment report from a store: the per-install statistics go
     through the columnar path (no rows as JSON), the small tables as rows. This is what the
@@ -201,6 +211,11 @@ async def run_experiment_report(
     box_table = table(box_positions, BOX_RANKS, BOX_BASELINE)
     drop_rows = list(drops.dicts())
     shown = {"Figure 3": figure, f"box subset against {BOX_BASELINE}": box_table}
+    reduced = reduced_json(positions, ranks, baseline, allocation, level) if variance_reduction else None
+    warnings = report_warnings(shown, drop_rows, allocation, reweighting)
+    if variance_reduction and reduced is None and positions is not None:
+        what = "no variance reduction: the registered weights of the arms in this selection are not known"
+        warnings.append({"code": "no_variance_reduction", "message": what})
     return ExperimentReport(
         baseline=baseline,
         figure3=figure,
@@ -216,9 +231,11 @@ async def run_experiment_report(
         unweighted=table(positions, ranks, baseline, weighted=False) if targets else None,
         decisions=decisions,
         subset_bounds=query.subset_bounds(),
-        warnings=report_warnings(shown, drop_rows, allocation, reweighting),
+        warnings=warnings,
         planted=planted,
         against_control=None if baseline == CONTROL else table(positions, 1, CONTROL),
+        corrections=corrections_json(positions, ranks, baseline, family, correction, level),
+        variance_reduction=reduced,
     )
 
 
@@ -256,4 +273,6 @@ def report_json(report: ExperimentReport) -> dict[str, Any]:
         "markets": report.markets,
         "warnings": report.warnings,
         "planted": report.planted,
+        "corrections": report.corrections,
+        "variance_reduction": report.variance_reduction,
     }

@@ -1,0 +1,125 @@
+"""A report's tests of its family of comparisons, corrected for their number, and its
+variance-reduced estimates (issue 38), from the same per-install counts as Figure 3.
+
+Both use ``analytics/stats/family_tests.py``: a leave-one-install-out jackknife standard
+error with Bell-McCaffrey degrees of freedom, the pair that kept Holm's family-wise error
+and BH's false discovery rate at or below alpha at the paper's 85 uneven installs
+(``bench/README.md``, "Issue 38"). They stand beside Figure 3's bootstrap intervals, which
+are unchanged: the family's intervals answer "which of these gaps are real, all at once",
+Figure 3's "where is each gap".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from analytics.stats.arrangement_table import PerInstallArrays, arms_present, install_matrix, json_number
+from analytics.stats.family_tests import family_tests, reduced_estimates
+
+METHOD = "leave-one-install-out jackknife SE, Student t with Bell-McCaffrey df"
+FAMILY_METHODS = {
+    "holm": "Holm (family-wise error); intervals: Bonferroni's simultaneous",
+    "bonferroni": "Bonferroni (family-wise error); intervals: simultaneous",
+    "bh": "Benjamini-Hochberg (false discovery rate); intervals: Benjamini-Yekutieli FCR, selected only",
+}
+
+
+def _matrix(rows: PerInstallArrays, ranks: int) -> tuple[Any, dict[str, int], int]:
+    _, _, per_install = install_matrix(rows, ranks)
+    return per_install, arms_present(rows), ranks + 1
+
+
+def corrections_json(
+    rows: PerInstallArrays | None,
+    ranks: int,
+    baseline: str,
+    family: Sequence[tuple[str, str, int]] | None,
+    method: str,
+    level: float,
+) -> dict[str, Any] | None:
+    """``ExperimentReport.corrections``: each member's estimate, p-value, adjusted p-value,
+    decision and both intervals; None for ``method`` "none" or a selection without the
+    baseline. ``family`` None: delta of every arm at every rank shown; members whose arm the
+    selection lacks, or past ``ranks``, are left out (``untested`` lists them)."""
+    if method == "none" or rows is None:
+        return None
+    per_install, index, width = _matrix(rows, ranks)
+    if baseline not in index:
+        return None
+    arms = [a for a in sorted(index) if a != baseline]
+    asked = list(family) if family is not None else [("delta", a, r) for a in arms for r in range(1, width)]
+    members = [m for m in asked if m[1] in arms and 1 <= m[2] < width and m[0] in ("delta", "beta")]
+    tests = family_tests(per_install, index, width, baseline, members, method, level) if members else []
+    return {
+        "method": method,
+        "family": "plan" if family is not None else "delta of every arm at every rank shown",
+        "description": f"{FAMILY_METHODS[method]}; each test: {METHOD}",
+        "level": level,
+        "tests": [
+            {
+                "quantity": t.quantity,
+                "arm": t.arm,
+                "rank": t.rank,
+                "estimate": json_number(t.estimate),
+                "p_value": json_number(t.p_value),
+                "adjusted_p_value": json_number(t.adjusted_p),
+                "rejected": t.rejected,
+                "ci_low": json_number(t.low),
+                "ci_high": json_number(t.high),
+                "family_ci_low": json_number(t.family_low),
+                "family_ci_high": json_number(t.family_high),
+                "family_level": json_number(t.family_level),
+            }
+            for t in tests
+        ],
+        "untested": [list(m) for m in asked if m not in members],
+    }
+
+
+def reduced_json(
+    rows: PerInstallArrays | None,
+    ranks: int,
+    baseline: str,
+    arm_weights: Mapping[str, float] | None,
+    level: float,
+) -> dict[str, Any] | None:
+    """``ExperimentReport.variance_reduction``: per arm, rank and quantity the
+    variance-reduced estimate and interval beside the plain one by the same method (design
+    control variates: ``docs/variance-reduction.md``), and their width ratio. None when the
+    registered weights of the arms present are not known (an unregistered experiment): the
+    control variates need the design's assignment probabilities."""
+    if rows is None:
+        return None
+    per_install, index, width = _matrix(rows, ranks)
+    if baseline not in index or arm_weights is None or not set(index) <= set(arm_weights):
+        return None
+    weights = {a: float(arm_weights[a]) for a in index}
+    reduced = reduced_estimates(per_install, index, width, weights, baseline, level)
+    plain = {
+        (t.quantity, t.arm, t.rank): t
+        for t in family_tests(per_install, index, width, baseline, list(reduced), "none", level)
+    }
+    out = []
+    for (quantity, arm, rank), (estimate, low, high) in sorted(reduced.items()):
+        p = plain[(quantity, arm, rank)]
+        ratio = (high - low) / (p.high - p.low) if p.high > p.low else float("nan")
+        out.append(
+            {
+                "quantity": quantity,
+                "arm": arm,
+                "rank": rank,
+                "estimate": json_number(estimate),
+                "ci_low": json_number(low),
+                "ci_high": json_number(high),
+                "plain_estimate": json_number(p.estimate),
+                "plain_ci_low": json_number(p.low),
+                "plain_ci_high": json_number(p.high),
+                "width_ratio": json_number(ratio),
+            }
+        )
+    return {
+        "method": f"design control variates (docs/variance-reduction.md); intervals: {METHOD}",
+        "level": level,
+        "estimates": out,
+    }
