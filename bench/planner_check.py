@@ -216,18 +216,25 @@ def run_one(task: tuple[int, float, int, float | None]) -> StudyResult:
     return StudyResult(half_delta, half_beta, pilot)
 
 
+Spread = tuple[float, float, float]
+"""10th percentile, median, 90th."""
+STATISTICS = ("delta", "beta")
+
+
 @dataclass(frozen=True)
 class SizeResult:
-    """One size: the achieved median half-widths and each prediction's (delta, beta)."""
+    """One size: the achieved median half-widths and each prediction's, (delta_1, beta_1)."""
 
     installs: int
     days: float
     studies: int
     achieved: tuple[float, float]
+    achieved_se: tuple[float, float]
+    """The medians' Monte Carlo standard errors, relative (a bootstrap over the studies)."""
     predicted: dict[str, tuple[float, float]]
-    pilot_spread: tuple[float, float, float] | None
-    """delta_1: predicted / achieved over the pilots of every study of the paper's size,
-    scaled to this size (10th percentile, median, 90th)."""
+    pilot_spread: dict[str, Spread] | None
+    """Per statistic: predicted / achieved over the pilots of every study of the paper's
+    size, each scaled to this size."""
     pilot: planner.World | None
     """The pilot behind the "pilot" prediction (the first study's), at its own size."""
 
@@ -236,6 +243,14 @@ class SizeResult:
 
     def within_goal(self, name: str) -> bool:
         return all(abs(r - 1) <= GOAL for r in self.ratios()[name])
+
+
+def median_and_se(values: Sequence[float], seed: int) -> tuple[float, float]:
+    """The median of the finite values and its relative standard error (1,000 resamples)."""
+    x = np.asarray([v for v in values if math.isfinite(v)])
+    median = float(np.median(x))
+    draws = np.random.default_rng(seed).integers(0, x.size, (1000, x.size))
+    return median, float(np.median(x[draws], axis=1).std() / median)
 
 
 def predictions(world: planner.World, pilot: planner.World | None) -> dict[str, tuple[float, float]]:
@@ -277,18 +292,22 @@ def compare(
     out = []
     for k, (installs, days) in enumerate(sizes):
         mine = results[k * studies : (k + 1) * studies]
-        achieved = (
-            float(np.nanmedian([r.half_delta for r in mine])),
-            float(np.nanmedian([r.half_beta for r in mine])),
-        )
-        world = replace(base, installs=installs, days=days)
+        delta, delta_se = median_and_se([r.half_delta for r in mine], seed)
+        beta, beta_se = median_and_se([r.half_beta for r in mine], seed)
         spread = None
         if pilots:
             scaled = [replace(p, installs=installs, days=days) for p in pilots]
-            lo, mid, hi = np.percentile([planner.half_width(p) / achieved[0] for p in scaled], [10, 50, 90])
-            spread = (float(lo), float(mid), float(hi))
+            spread = {}
+            for stat, achieved in zip(STATISTICS, (delta, beta), strict=True):
+                ratio = [planner.half_width(p, stat) / achieved for p in scaled]
+                lo, mid, hi = (float(q) for q in np.percentile(ratio, [10, 50, 90]))
+                spread[stat] = (lo, mid, hi)
         pilot = pilots[0] if pilots else None
-        out.append(SizeResult(installs, days, studies, achieved, predictions(world, pilot), spread, pilot))
+        world = replace(base, installs=installs, days=days)
+        predicted = predictions(world, pilot)
+        out.append(
+            SizeResult(installs, days, studies, (delta, beta), (delta_se, beta_se), predicted, spread, pilot)
+        )
     return out
 
 
@@ -296,21 +315,22 @@ def report(results: Sequence[SizeResult]) -> list[str]:
     """The results as the Markdown tables of bench/README.md."""
     names = list(results[0].predicted)
     lines = [
-        "| size | statistic | achieved | " + " | ".join(names) + " |",
+        "| size | statistic | achieved (MC se) | " + " | ".join(names) + " |",
         "|---|---|---|" + "---|" * len(names),
     ]
     for r in results:
         ratios = r.ratios()
-        for s, stat in enumerate(("delta_1", "beta_1")):
+        for s, stat in enumerate(STATISTICS):
             cells = [f"{r.predicted[n][s]:.4f} ({ratios[n][s] - 1:+.1%})" for n in names]
             size = f"{r.installs} x {r.days:g} days" if s == 0 else ""
-            lines.append(f"| {size} | {stat} | {r.achieved[s]:.4f} | " + " | ".join(cells) + " |")
+            achieved = f"{r.achieved[s]:.4f} ({r.achieved_se[s]:.1%})"
+            lines.append(f"| {size} | {stat}_1 | {achieved} | " + " | ".join(cells) + " |")
     if results[0].pilot_spread is not None:
-        lines.append("")
-        lines.append("pilot spread (delta_1, predicted / achieved over every pilot: 10th, median, 90th):")
+        lines += ["", "| size | pilots: delta_1 predicted / achieved | beta_1 |", "|---|---|---|"]
         for r in results:
-            lo, mid, hi = r.pilot_spread or (math.nan,) * 3
-            lines.append(f"  {r.installs} x {r.days:g} days: {lo:.3f}, {mid:.3f}, {hi:.3f}")
+            spread = r.pilot_spread or {}
+            cells = [", ".join(f"{q:.3f}" for q in spread.get(stat, (math.nan,) * 3)) for stat in STATISTICS]
+            lines.append(f"| {r.installs} x {r.days:g} days | " + " | ".join(cells) + " |")
     if results[0].pilot is not None:
         lines.append(f"the pilot's world: {results[0].pilot}")
     return lines
