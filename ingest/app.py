@@ -19,6 +19,7 @@ from ingest import (
     key_info,
     openapi,
     participants,
+    pilot,
     plans,
     planted,
     protocol_errors,
@@ -88,6 +89,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     participants.add_routes(app)
     planted.add_routes(app)
     plans.add_routes(app)
+    pilot.add_routes(app)
     reports.add_routes(app)
     board_figures.add_routes(app)
     openapi.add_routes(app)

@@ -65,6 +65,7 @@ from ingest.openapi_models import (
     SqlResult,
 )
 from ingest.participants import MAX_INSTALLS, EraseIn, EraseOwnIn
+from ingest.pilot import PilotWorld, PilotWorldRequest
 from ingest.plans import PlanAmendment
 from ingest.planted import MAX_VALUES, PlantedIn
 from ingest.reports import ExperimentReportRequest, TimelineRequest
@@ -221,6 +222,8 @@ JSON_BODY: Errors = {
 }
 """What ``read_json`` answers (and the middleware, for a body it cannot read)."""
 STORE: Errors = {503: ("store_unavailable",)}
+REFUSED: Errors = {503: ("store_refused",)}
+"""A statement of the service's own the store refused."""
 READ_QUERY: Errors = {503: ("store_busy", "store_unavailable")}
 """``read_query``: a caller's statement."""
 COMPUTED: Errors = {503: ("store_unavailable", "report_failed", "compute_unavailable")}
@@ -314,6 +317,10 @@ WINDOW = {
     f"at most {MAX_WINDOW_S // 86400}d.",
 }
 SUBSET = {"enum": subset_names(), "description": "A named subset of pages, or an n_candidates quintile."}
+DAY = {
+    "pattern": f"^{calendar_days(*MOMENT_YEARS)}$",
+    "description": f"A whole day, YYYY-MM-DD, in {MOMENT_YEARS[0]}-{MOMENT_YEARS[1]} (inclusive).",
+}
 
 REFINED: dict[str, dict[str, dict[str, Any]]] = {
     "ExperimentReportRequest": {
@@ -326,6 +333,7 @@ REFINED: dict[str, dict[str, dict[str, Any]]] = {
         },
     },
     "TimelineRequest": {"window": WINDOW, "subset": SUBSET, "since": MOMENT, "until": MOMENT},
+    "PilotWorldRequest": {"since": DAY, "until": DAY},
     "TargetMargin": {"dimension": {"enum": list(DIMENSIONS)}},
     "_SpanIn": {"day_start": {"multipleOf": 86400}},  # post_recompute: a UTC midnight
 }
@@ -521,6 +529,23 @@ OPERATIONS: tuple[Operation, ...] = (
         PlanDeviations,
         errors=merged({404: ("not_found",)}, STORE),
         params=(EXPERIMENT_P,),
+    ),
+    Operation(
+        "POST",
+        "/v1/experiments/{experiment_id}/pilot-world",
+        "The experiment's data so far (a pilot) as the study planner's world (plan size --pilot)",
+        "read",
+        PilotWorld,
+        errors=merged(JSON_BODY, {400: ("bad_request",), 404: ("not_found", "no_units")}, STORE, REFUSED),
+        body=PilotWorldRequest,
+        params=(EXPERIMENT_P,),
+        rules="Read after the analysis plan's burn-in and unit mode (else the registration's); unset "
+        "engine, baseline, arm and rank follow the plan (its first primary quantity of another arm "
+        "than the baseline), else google, control, swap_1_2 and 1. The engine must be one of the "
+        "experiment's and the arm and baseline ones it runs, and differ (400 `bad_request`); `since` "
+        "must not be after `until`. 404 `no_units` when the selection, the arm or the baseline has "
+        "no units after preprocessing. `world` is `planner.world_from_pilot`'s estimate over the "
+        "days from the first to the last day with units.",
     ),
     Operation(
         "POST",

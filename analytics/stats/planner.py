@@ -17,7 +17,10 @@ the covariate's reliability: ``analytics/stats/variance_reduction.adjusted_table
 
 World models: ``proportional`` (each install's CTR under arm a is k_a = R_a/R_0 times
 its control CTR: the distortion beta is the same for every install, so installs' gaps
-differ) or ``additive`` (every install's gap is delta: k_a = 1).
+differ) or ``additive`` (every install's gap is delta: k_a = 1); or k_a given as it is
+(``World.arm_factor``: the slope of installs' CTR under the arm on their control CTR, as
+measured on a simulated world whose installs follow neither model,
+``bench/planner_check.py``).
 
 Inputs three ways: ``paper_world`` (the Powermeter numbers of docs/method.md, with the
 spread and activity assumptions stated there), ``world_from_pilot`` (a pilot's per-install
@@ -46,7 +49,9 @@ class World:
     arm_weight, baseline_weight, total_weight: registered weights (the paper's design: 1,
     4 and 10). activity_cv: coefficient of variation of installs' expected units (Gamma
     activity; 1 is an exponential spread, panels are uneven). pooled_factor: the pooled
-    CTR's level factor kbar = sum_b pi_b k_b over all arms (1 when no arm moves rank r)."""
+    CTR's level factor kbar = sum_b pi_b k_b over all arms (1 when no arm moves rank r).
+    arm_factor: k_a, the slope of an install's CTR under the arm on its control CTR; None:
+    the model's (R_a / R_0 proportional, 1 additive)."""
 
     installs: int
     days: float
@@ -60,6 +65,7 @@ class World:
     activity_cv: float = 1.0
     pooled_factor: float = 1.0
     model: str = "proportional"
+    arm_factor: float | None = None
 
     @property
     def units_per_install(self) -> float:
@@ -109,6 +115,8 @@ def _arm_terms(world: World, statistic: str) -> tuple[np.ndarray, np.ndarray, np
     if not (0 < r0 < 1 and 0 <= ra <= 1):
         raise ValueError("CTRs must lie in (0, 1)")
     k_a = ra / r0 if world.model == "proportional" else 1.0
+    if world.arm_factor is not None:
+        k_a = world.arm_factor
     if statistic == "delta":
         c = np.array([1.0, -1.0])
     elif statistic == "beta":
@@ -258,11 +266,11 @@ def world_from_pilot(
     kbar = rbar / r0 if r0 > 0 else 1.0
     return World(
         installs=n_inst,
-        days=days,
-        clicks_per_day=mean_n / days,
+        days=float(days),
+        clicks_per_day=float(mean_n / days),
         ctr=float(r0),
         delta=float(ra - r0),
-        ctr_sd=math.sqrt(s2) / kbar if kbar > 0 else 0.0,
+        ctr_sd=float(math.sqrt(s2) / kbar) if kbar > 0 else 0.0,
         arm_weight=float(w[arm]),
         baseline_weight=float(w[baseline]),
         total_weight=float(w.sum()),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -147,52 +147,70 @@ def deviations(
     )
 
 
-def _world(
-    installs: int | None,
-    days: float | None,
-    clicks: float | None,
-    ctr: float | None,
-    delta: float | None,
-    ctr_sd: float | None,
-) -> World:
-    """The paper's world (``planner.paper_world``) with any assumption given replacing its own."""
-    given: dict[str, Any] = {
-        "installs": installs,
-        "days": days,
-        "clicks_per_day": clicks,
-        "ctr": ctr,
-        "delta": delta,
-        "ctr_sd": ctr_sd,
-    }
-    world = replace(paper_world(), **{k: v for k, v in given.items() if v is not None})
+PilotOpt = Annotated[
+    str | None,
+    typer.Option("--pilot", help="Estimate the world from this experiment's data so far (a pilot)"),
+]
+PilotDay = Annotated[
+    str | None, typer.Option(help="With --pilot: first (since) or last (until) day, YYYY-MM-DD")
+]
+PilotEngine = Annotated[str | None, typer.Option(help="With --pilot: the engine (the plan's, else google)")]
+PilotArm = Annotated[
+    str | None, typer.Option(help="With --pilot: the arm (the plan's primary, else swap_1_2)")
+]
+PilotRank = Annotated[int | None, typer.Option(help="With --pilot: the rank (default: the plan's, else 1)")]
+
+
+def _pilot(
+    url: str,
+    api_key: str | None,
+    experiment_id: str,
+    given: dict[str, Any],
+) -> tuple[World, int]:
+    """The pilot's world from the service (``POST .../pilot-world``) and its rank; what the
+    pilot was (selection, size, preprocessing) and what it estimates are printed first."""
+    body = {k: v for k, v in given.items() if v is not None}
+    answer = call_api(url, api_key, "POST", f"/v1/experiments/{experiment_id}/pilot-world", body)
+    world = World(**{f.name: answer["world"][f.name] for f in fields(World) if f.name in answer["world"]})
+    console = result_console()
+    console.print(
+        f"pilot [bold]{printable(answer['experiment_id'])}[/bold] on {printable(answer['engine'])}: "
+        f"{printable(answer['arm'])} against {printable(answer['baseline'])} at c{answer['rank']}, "
+        f"{answer['installs']} installs, {answer['units']} units, {answer['first_day']} to "
+        f"{answer['last_day']} ({answer['days']} days), burn-in {answer['burn_in_days']} days and "
+        f"{answer['unit_mode']} units from the {answer['preprocessing_from']}",
+        markup=True,
+        highlight=False,
+    )
+    console.print(f"estimated: {_describe(world)}", highlight=False)
+    return world, int(answer["rank"])
+
+
+def _describe(world: World) -> str:
+    return (
+        f"{world.installs} installs x {world.days:g} days, {world.clicks_per_day:.2f} clicks per "
+        f"install-day, control CTR {world.ctr:.4g}, delta {world.delta:.4g}, between-install SD "
+        f"{world.ctr_sd:.4g}, activity cv {world.activity_cv:.3g}"
+    )
+
+
+def _world(base: World, given: dict[str, Any]) -> World:
+    """``base`` (the paper's world or a pilot's) with any assumption given replacing its own."""
+    world = replace(base, **{k: v for k, v in given.items() if v is not None})
     if world.installs < 1 or world.days <= 0 or world.clicks_per_day <= 0 or world.ctr_sd < 0:
         raise fail("installs, days and clicks per install-day must be positive, the SD not negative", 2)
+    if world.activity_cv < 0:
+        raise fail("the activity's coefficient of variation must not be negative", 2)
     if not (0 < world.ctr < 1 and 0 <= world.ctr + world.delta <= 1):
         raise fail("the control CTR must lie in (0, 1) and CTR + delta in [0, 1]", 2)
     return world
 
 
-@app.command()
-def size(
-    installs: Annotated[int | None, typer.Option(help="Installs after preprocessing (paper: 85)")] = None,
-    days: Annotated[float | None, typer.Option(help="Days an install contributes (paper: 150)")] = None,
-    clicks_per_day: Annotated[float | None, typer.Option(help="Click units per install-day")] = None,
-    ctr: Annotated[float | None, typer.Option(help="Control CTR at the rank (paper c1: 0.43)")] = None,
-    delta: Annotated[float | None, typer.Option(help="The arm's gap (paper swap_1_2: -0.19)")] = None,
-    ctr_sd: Annotated[float | None, typer.Option(help="Between-install SD of the control CTR")] = None,
-    half_width: Annotated[float | None, typer.Option(help="Target interval half-width")] = None,
-    mde: Annotated[float | None, typer.Option(help="Target minimum detectable effect")] = None,
-    level: Annotated[float, typer.Option(help="Interval level")] = 0.95,
-    power: Annotated[float, typer.Option(help="Power for --mde")] = 0.8,
+def _print_size(
+    world: World, rank: int, half_width: float | None, mde: float | None, level: float, power: float
 ) -> None:
-    """Study size for delta_1 and beta_1 of one arm: the expected half-width and MDE at the
-    assumed size, and the installs (at its days) or days (at its installs) a target needs,
-    plain and variance-reduced (analytics/stats/planner.py; defaults: the paper's numbers)."""
-    if half_width is not None and mde is not None:
-        raise fail("give --half-width or --mde, not both", 2)
-    if not (0.5 < level < 1 and 0 < power < 1) or any(t is not None and t <= 0 for t in (half_width, mde)):
-        raise fail("--level in (0.5, 1), --power in (0, 1), targets positive", 2)
-    world = _world(installs, days, clicks_per_day, ctr, delta, ctr_sd)
+    """The half-width and MDE of delta and beta at the rank at ``world``'s size, and the
+    installs or days a target needs, plain and variance-reduced."""
     table = Table(
         "statistic",
         "estimator",
@@ -213,11 +231,47 @@ def size(
                 d = days_needed(world, target, statistic, adjusted, level, p, 1 - level)
                 needs = [str(n), "never" if math.isinf(d) else f"{d:.1f}"]
             kind = "variance-reduced" if adjusted else "plain"
-            table.add_row(f"{statistic}_1", kind, f"{hw:.4f}", f"{found:.4f}", *needs)
+            table.add_row(f"{statistic}_{rank}", kind, f"{hw:.4f}", f"{found:.4f}", *needs)
     console = result_console()
-    console.print(
-        f"{world.installs} installs x {world.days:g} days, "
-        f"{world.clicks_per_day:.2f} clicks per install-day, "
-        f"control CTR {world.ctr}, delta {world.delta}, between-install SD {world.ctr_sd}"
-    )
+    console.print(_describe(world), highlight=False)
     console.print(table)
+
+
+@app.command()
+def size(
+    installs: Annotated[int | None, typer.Option(help="Installs after preprocessing (paper: 85)")] = None,
+    days: Annotated[float | None, typer.Option(help="Days an install contributes (paper: 150)")] = None,
+    clicks_per_day: Annotated[float | None, typer.Option(help="Click units per install-day")] = None,
+    ctr: Annotated[float | None, typer.Option(help="Control CTR at the rank (paper c1: 0.43)")] = None,
+    delta: Annotated[float | None, typer.Option(help="The arm's gap (paper swap_1_2: -0.19)")] = None,
+    ctr_sd: Annotated[float | None, typer.Option(help="Between-install SD of the control CTR")] = None,
+    activity_cv: Annotated[float | None, typer.Option(help="CV of installs' click units (paper: 1)")] = None,
+    half_width: Annotated[float | None, typer.Option(help="Target interval half-width")] = None,
+    mde: Annotated[float | None, typer.Option(help="Target minimum detectable effect")] = None,
+    level: Annotated[float, typer.Option(help="Interval level")] = 0.95,
+    power: Annotated[float, typer.Option(help="Power for --mde")] = 0.8,
+    pilot: PilotOpt = None,
+    since: PilotDay = None,
+    until: PilotDay = None,
+    engine: PilotEngine = None,
+    arm: PilotArm = None,
+    rank: PilotRank = None,
+    url: Url = "http://127.0.0.1:8080",
+    api_key: ApiKeyOpt = None,
+) -> None:
+    """Study size for delta and beta of one arm: the expected half-width and MDE at the
+    assumed size, and the installs (at its days) or days (at its installs) a target needs,
+    plain and variance-reduced (analytics/stats/planner.py). The world is the paper's numbers,
+    or with --pilot an experiment's data so far as the service estimates it; any assumption
+    given replaces the world's (--installs and --days: the planned study's size)."""
+    if half_width is not None and mde is not None:
+        raise fail("give --half-width or --mde, not both", 2)
+    if not (0.5 < level < 1 and 0 < power < 1) or any(t is not None and t <= 0 for t in (half_width, mde)):
+        raise fail("--level in (0.5, 1), --power in (0, 1), targets positive", 2)
+    selection = {"since": since, "until": until, "engine": engine, "arm": arm, "rank": rank}
+    if pilot is None and (named := [f"--{k}" for k, v in selection.items() if v is not None]):
+        raise fail(f"{', '.join(named)}: only with --pilot EXPERIMENT (they choose the pilot's data)", 2)
+    base, shown = (paper_world(), 1) if pilot is None else _pilot(url, api_key, pilot, selection)
+    given = {"installs": installs, "days": days, "clicks_per_day": clicks_per_day, "ctr": ctr}
+    given |= {"delta": delta, "ctr_sd": ctr_sd, "activity_cv": activity_cv}
+    _print_size(_world(base, given), shown, half_width, mde, level, power)

@@ -55,6 +55,7 @@ ROUTES = [
     ("GET", "/v1/experiments/fuzz-exp/plan"),
     ("POST", "/v1/experiments/fuzz-exp/plan/amendments"),
     ("GET", "/v1/experiments/fuzz-exp/plan/deviations"),
+    ("POST", "/v1/experiments/fuzz-exp/pilot-world"),
     ("GET", "/board"),
     ("GET", "/board/static/board.js"),
     ("GET", "/v1/board/index"),

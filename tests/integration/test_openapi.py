@@ -249,6 +249,35 @@ def check_reports(api: Api, keys: dict[str, str], experiment_id: str) -> None:
     api.call("POST", timeline, 401, json={"experiment_id": experiment_id}, key="")
 
 
+def check_pilot_world(api: Api, keys: dict[str, str], experiment_id: str) -> None:
+    """The study's data as the planner's world: the plan's arm and burn-in (check_plan
+    registered delta_1 of swap_1_2, then a burn-in of 2)."""
+    path = "/v1/experiments/{experiment_id}/pilot-world"
+    ours, absent = {"experiment_id": experiment_id}, {"experiment_id": "no-such-experiment"}
+    doc = api.call("POST", path, 200, params=ours, json={}).body
+    assert (doc["arm"], doc["rank"], doc["burn_in_days"], doc["preprocessing_from"]) == (
+        "swap_1_2",
+        1,
+        2,
+        "plan",
+    )
+    assert doc["installs"] > 0 and 0 < doc["world"]["ctr"] < 1
+    api.call("POST", path, 200, params=ours, json={"arm": "swap_1_3", "rank": 2, "model": "additive"})
+    api.call("POST", path, 404, params=absent, json={})
+    assert (
+        api.call("POST", path, 404, params=ours, json={"since": "2001-01-01", "until": "2001-01-02"}).body[
+            "error"
+        ]
+        == "no_units"
+    )
+    api.call("POST", path, 400, params=ours, json={"since": "2026-02-30"})
+    api.call("POST", path, 400, params=ours, json={"since": "2026-03-02", "until": "2026-03-01"})
+    api.call("POST", path, 400, params=ours, json={"arm": "no_such_arm"})
+    api.call("POST", path, 400, params=ours, json={"rank": 11})
+    api.call("POST", path, 415, params=ours, raw=b"{}", content_type="text/plain")
+    api.call("POST", path, 403, params=ours, json={}, key=keys["ingest"])
+
+
 def check_board(api: Api, keys: dict[str, str], experiment_id: str, autocomplete: str, pers: str) -> None:
     def listed() -> dict[str, Any] | None:
         # the board answers from a cache refreshed in the background: an earlier test may
@@ -379,6 +408,7 @@ def test_every_v1_route_answers_as_its_document_says(service: Service) -> None:
     check_experiments(api, keys, experiment)
     post_study(service, TrafficConfig(experiment_id=experiment, seed=11, installs=60), 3000, batch=300)
     check_reports(api, keys, experiment)
+    check_pilot_world(api, keys, experiment)
     autocomplete = post_autocomplete(api, service, experiment + "-ac")
     post_personalization(api, service, experiment + "-pers")
     check_board(api, keys, experiment, autocomplete, experiment + "-pers")
@@ -419,6 +449,7 @@ def test_unavailable_and_rate_limited_answers_match_the_document(
         ("GET", "/v1/experiments/{experiment_id}/planted", {"params": ours}),
         ("GET", "/v1/experiments/{experiment_id}/plan", {"params": ours}),
         ("GET", "/v1/experiments/{experiment_id}/plan/deviations", {"params": ours}),
+        ("POST", "/v1/experiments/{experiment_id}/pilot-world", {"params": ours, "json": {}}),
         (
             "PUT",
             "/v1/experiments/{experiment_id}/planted",

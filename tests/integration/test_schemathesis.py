@@ -108,6 +108,12 @@ WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {
     ),
     ("PUT /v1/experiments/{experiment_id}/plan", 400, "bad_request"): PLAN_RULES,
     ("POST /v1/experiments/{experiment_id}/plan/amendments", 400, "bad_request"): PLAN_RULES,
+    ("POST /v1/experiments/{experiment_id}/pilot-world", 400, "bad_request"): (
+        "is not one of the experiment's",
+        "runs no arm",
+        "is the baseline",
+        "is after until",
+    ),
     ("POST /v1/sql", 400, "not_read_only"): ("",),  # a random string is rarely one SELECT
     ("POST /v1/sql", 400, "query_failed"): ("",),
 }

@@ -40,6 +40,29 @@ def test_half_width_is_monotone() -> None:
     assert add[0] == pytest.approx(add[1])
 
 
+def test_an_arm_factor_given_replaces_the_models() -> None:
+    """k_a given as it is: the proportional model's R_a / R_0 and the additive model's 1 give
+    their models' variances; a slope below both (installs that click c1 more under control
+    lose more of it to the swap) widens delta's interval, the spread of gaps being larger."""
+    k_prop = (0.43 - 0.19) / 0.43
+    for stat in ("delta", "beta"):
+        for adjusted in (False, True):
+            assert planner.variance(replace(WORLD, arm_factor=k_prop), stat, adjusted) == pytest.approx(
+                planner.variance(WORLD, stat, adjusted)
+            )
+            additive = replace(WORLD, model="additive")
+            assert planner.variance(replace(WORLD, arm_factor=1.0), stat, adjusted) == pytest.approx(
+                planner.variance(additive, stat, adjusted)
+            )
+    assert planner.half_width(replace(WORLD, arm_factor=0.1)) > planner.half_width(WORLD)
+    # between-install term: (k_a - 1)^2 s^2 (1 + cv^2) mu^2, by hand
+    w = replace(WORLD, arm_factor=0.1)
+    mu = w.units_per_install
+    q0 = 0.24 * 0.76 / 0.1 + 0.43 * 0.57 / 0.4
+    by_hand = (mu * q0 + mu**2 * 2 * 0.9**2 * 0.2**2) / (200 * mu**2)
+    assert planner.variance(w) == pytest.approx(by_hand)
+
+
 def test_aa_additive_formula_by_hand() -> None:
     """delta's plain variance with no spread of gaps: (R(1-R)/pi_a + R(1-R)/pi_0)/(N mu)."""
     w = replace(WORLD, delta=0.0, model="additive")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -30,9 +31,29 @@ def test_size_from_assumptions_given_on_the_command_line() -> None:
 
 
 def test_size_refuses_impossible_assumptions() -> None:
-    for args in (["--ctr", "1.5"], ["--installs", "0"], ["--half-width", "0.1", "--mde", "0.1"]):
+    for args in (
+        ["--ctr", "1.5"],
+        ["--installs", "0"],
+        ["--half-width", "0.1", "--mde", "0.1"],
+        ["--activity-cv", "-1"],
+    ):
         result = runner.invoke(app, ["plan", "size", *args])
         assert result.exit_code == 2, (args, result.output)
+
+
+def test_size_takes_the_activity_spread() -> None:
+    result = runner.invoke(app, ["plan", "size", "--activity-cv", "0.5"], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert f"{half_width(replace(paper_world(), activity_cv=0.5), 'delta'):.4f}" in result.output
+    assert "activity cv 0.5" in result.output
+
+
+def test_a_pilots_selection_needs_a_pilot_and_a_service() -> None:
+    result = runner.invoke(app, ["plan", "size", "--since", "2026-09-01", "--rank", "2"])
+    assert result.exit_code == 2 and "--since, --rank: only with --pilot" in result.output
+    unreachable = ["--pilot", "demo", "--url", "http://127.0.0.1:9", "--api-key", "k"]
+    result = runner.invoke(app, ["plan", "size", *unreachable])
+    assert result.exit_code == 1 and "cannot reach" in result.output
 
 
 def test_register_refuses_a_bad_file_before_any_request(tmp_path: Path) -> None:
