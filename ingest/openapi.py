@@ -649,7 +649,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "GET",
         "/v1/board/experiments/{experiment_id}",
-        "The board's experiment panels (Figure 3, shares, box subset, SRM, drops)",
+        "The board's experiment panels (Figure 3, shares, box subset, SRM, drops, corrected tests)",
         "read",
         BoardExperimentPanel,
         errors=merged({400: ("bad_request",)}, BOARD),
@@ -658,6 +658,18 @@ OPERATIONS: tuple[Operation, ...] = (
             ENGINE_Q,
             Param("ranks", "query", {"type": "integer", "minimum": 1, "maximum": 10, "default": 6}),
             Param("intervals", "query", {"enum": ["sequential", "bootstrap"], "default": "sequential"}),
+            Param(
+                "correction",
+                "query",
+                {"enum": ["holm", "bh", "bonferroni", "none"], "default": "holm"},
+                "How the family's tests (delta of every arm at every rank shown) are corrected.",
+            ),
+            Param(
+                "variance_reduction",
+                "query",
+                {"enum": ["0", "1"], "default": "0"},
+                "1: the variance-reduced estimates beside the plain ones.",
+            ),
         ),
     ),
     Operation(

@@ -22,12 +22,14 @@ from schemas.analysis_plan import AnalysisPlan
 from schemas.events import Engine, Ident
 from studies.arrangement.answers import (
     INTERVAL_GUARANTEES,
+    Corrections,
     DecisionLine,
     ElementShare,
     Figure3,
     MarketHealth,
     Number,
     ReportWarning,
+    VarianceReduction,
 )
 
 
@@ -302,6 +304,17 @@ class BoardExperimentPanel(_Closed):
     intervals: str = Field(json_schema_extra={"enum": list(INTERVAL_GUARANTEES)})
     interval_guarantee: str
     decisions: DecisionLine | None
+    correction: Literal["holm", "bh", "bonferroni", "none"] = Field(
+        description="How the family's tests are corrected (the `correction` parameter; default holm)."
+    )
+    corrections: Corrections | None = Field(
+        description="The family (delta of every arm at every rank shown) corrected for its number, "
+        "beside Figure 3's unadjusted intervals; null for correction none or without a control arm."
+    )
+    variance_reduction: VarianceReduction | None = Field(
+        description="With variance_reduction=1: the variance-reduced estimates beside the plain ones; "
+        "null otherwise or when the registered arm weights are unknown."
+    )
     element_shares: list[ElementShare]
     box_subset: Figure3
     drops: list[BoardDrops]

@@ -100,6 +100,13 @@ async def _preprocessing(store: Store, p: dict[str, Any]) -> tuple[int, str]:
 async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
     experiment_id, engine, ranks = panel.get("experiment_id"), panel.get("engine"), panel.get("ranks")
     intervals = panel.get("intervals")
+    # the family's correction (Holm unless asked otherwise: the board shows every arm's gap
+    # at every rank, all at once) and the variance-reduced estimates (asked for only); the
+    # route names them only when they are not these defaults, so the warm-up's panel is
+    # the board's first view
+    asked = dict(panel.params)
+    correction = asked.get("correction", "holm")
+    variance_reduction = bool(asked.get("variance_reduction", False))
     registry = await _rows(store, queries.registry_sql(experiment_id))
     config = registry[0] if registry else None
     burn_in_days, unit_mode = default_preprocessing(config)
@@ -108,11 +115,23 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
     targets = TARGETS["board"]
     try:
         report = await RESULTS.get(
-            ("experiment", query, ranks, intervals, repr(targets)),
+            ("experiment", query, ranks, intervals, repr(targets), correction, variance_reduction),
             lambda: data_version(
                 store, experiment_id, engine, targets is not None, intervals == "sequential", planted=True
             ),
-            lambda: run_experiment_report(store, query, ranks, SEED, "control", intervals, targets),
+            lambda: run_experiment_report(
+                store,
+                query,
+                ranks,
+                SEED,
+                "control",
+                intervals,
+                targets,
+                LEVEL,
+                correction,
+                None,  # the default family: delta of every arm at every rank shown
+                variance_reduction,
+            ),
         )
     except StoreError as exc:
         raise PanelFailed(str(exc)[:500]) from None
@@ -137,6 +156,9 @@ async def _experiment(store: Store, panel: Panel) -> dict[str, Any]:
         "intervals": intervals,
         "interval_guarantee": INTERVAL_GUARANTEES[intervals],
         "decisions": decisions,
+        "correction": correction,
+        "corrections": report.corrections,
+        "variance_reduction": report.variance_reduction,
         "element_shares": panels.shares_json(report.shares),
         "box_subset": figure3_json(report.box, BOX_RANKS, BOX_BASELINE),
         "drops": drops,

@@ -98,6 +98,28 @@ def _intervals_param(request: web.Request) -> str:
     return value
 
 
+BOARD_CORRECTION = "holm"
+"""The board's correction of its family's tests unless asked otherwise (``compute._experiment``
+takes the same default): its family is every arm's gap at every rank shown, read all at once."""
+CORRECTIONS = ("holm", "bh", "bonferroni", "none")
+
+
+def _correction_param(request: web.Request) -> str:
+    """holm (default), bh, bonferroni or none: how the family's tests are corrected."""
+    value = request.query.get("correction", BOARD_CORRECTION)
+    if value not in CORRECTIONS:
+        raise problem(400, "bad_request", "correction must be holm, bh, bonferroni or none")
+    return value
+
+
+def _flag_param(request: web.Request, name: str) -> bool:
+    """0 (default) or 1."""
+    value = request.query.get(name, "0")
+    if value not in ("0", "1"):
+        raise problem(400, "bad_request", f"{name} must be 0 or 1")
+    return value == "1"
+
+
 def _int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
     text = request.query.get(name)
     if text is None:
@@ -139,7 +161,8 @@ async def index(request: web.Request) -> web.Response:
 
 
 async def experiment(request: web.Request) -> web.Response:
-    """Figure 3 with CIs and gaps, element shares, the box subset, SRM and the drops."""
+    """Figure 3 with CIs and gaps, element shares, the box subset, SRM, the drops, the
+    family's corrected tests and (asked for) the variance-reduced estimates."""
     authorize(request, "read")
     panel = compute.experiment_panel(
         request.match_info["experiment_id"],
@@ -147,6 +170,14 @@ async def experiment(request: web.Request) -> web.Response:
         _int_param(request, "ranks", FIGURE3_RANKS, 1, 10),
         _intervals_param(request),
     )
+    # named only when not the defaults: the default panel is the one the warm-up computed
+    correction, reduced = _correction_param(request), _flag_param(request, "variance_reduction")
+    extra: tuple[tuple[str, Any], ...] = (
+        (("correction", correction),) if correction != BOARD_CORRECTION else ()
+    )
+    extra += (("variance_reduction", True),) if reduced else ()
+    if extra:
+        panel = Panel(panel.kind, panel.params + extra)
     return await _answer(request, panel)
 
 

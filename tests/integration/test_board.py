@@ -53,6 +53,7 @@ PERS = "board-pers"
 PANELS = (
     "panel-ctr",
     "panel-gap",
+    "panel-corrections",
     "panel-shares",
     "panel-box",
     "panel-srm",
@@ -376,6 +377,7 @@ READINGS = {
     "pers_rows": f"Number({panel_data('panel-pers', 'rows')})",
     "alert_kinds": f"{all_of('#panel-alerts li')}.map(li => li.dataset.kind)",
     "ctr_title": "document.querySelector('#panel-ctr h3 .title').textContent",
+    "corrections_title": "document.querySelector('#panel-corrections h3 .title').textContent",
     "ctr_ticks": f"{all_of('#panel-ctr svg.chart > text')}.map(t => Number(t.textContent))"
     ".filter(x => !Number.isNaN(x))",
     "ctr_whiskers_below_zero": (
@@ -441,6 +443,8 @@ async def test_board_shows_clickhouse_numbers_and_updates_live(study: Service, b
     assert shown["ctr_title"] == "CTR per position by arm, 95% confidence sequence"
     assert shown["ctr_ticks"] and min(shown["ctr_ticks"]) == 0
     assert shown["ctr_whiskers_below_zero"] == 0
+    # The family's tests, Holm-corrected by default (issue 38).
+    assert shown["corrections_title"].startswith("Holm over "), shown["corrections_title"]
 
     figure5 = await asyncio.to_thread(
         report_json, svc, EXP, "--subset", "box", "--baseline", "hide_ads_box", "--ranks", "3"

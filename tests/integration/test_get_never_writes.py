@@ -16,6 +16,7 @@ def test_no_get_route_writes_to_the_store() -> None:
     # every GET route was called, and the study's panels answered with data
     assert len(out["routes"]) >= 12 and out["tables"] >= 25
     assert answered["/v1/board/experiments/get-only?intervals=sequential"] == 200
+    assert answered["/v1/board/experiments/get-only?correction=bh&variance_reduction=1"] == 200
     assert answered["/v1/board/index"] == 200 and answered["/v1/openapi.json"] == 200
     assert answered["/v1/board/figures/personalization/figure5_by_rank?study=none"] == 200
     assert out["writes"] == [] and out["changed"] == []

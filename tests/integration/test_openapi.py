@@ -299,6 +299,13 @@ def check_board(api: Api, keys: dict[str, str], experiment_id: str, autocomplete
     api.call("GET", panel, 200, params=ours, query={"intervals": "bootstrap", "ranks": "3"})
     api.call("GET", panel, 400, params=ours, query={"ranks": "0"})
     api.call("GET", panel, 400, params=ours, query={"intervals": "sometimes"})
+    assert shown["correction"] == "holm" and shown["corrections"]["method"] == "holm"
+    reduced = api.call(
+        "GET", panel, 200, params=ours, query={"correction": "bh", "variance_reduction": "1"}
+    ).body
+    assert reduced["corrections"]["method"] == "bh" and reduced["variance_reduction"] is not None
+    api.call("GET", panel, 400, params=ours, query={"correction": "sidak"})
+    api.call("GET", panel, 400, params=ours, query={"variance_reduction": "yes"})
     api.call("GET", panel, 403, params=ours, key=keys["ingest"])
     crawls = api.call("GET", "/v1/board/autocomplete", 200, query={"study": autocomplete}).body
     assert crawls["churn"] and any(r["shock"] for s in crawls["nmi"] for r in s["rounds"])

@@ -176,3 +176,110 @@ async def test_a_configured_target_population_adds_the_weighted_estimates(tmp_pa
     assert doc["weighted"]["installs_with_profile"] == 0 and doc["figure3"]["arms"] == []
     assert any("FROM install_profiles" in sql for sql, _ in store.queries)
     assert doc["intervals"] == "sequential" and "every moment" in doc["interval_guarantee"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["correction=sidak", "correction=", "correction=HOLM", "variance_reduction=2", "variance_reduction=yes"],
+)
+async def test_bad_correction_or_variance_reduction_is_400(app: App, query: str) -> None:
+    client, keys, store = app
+    resp = await client.get(f"/v1/board/experiments/demo?{query}", headers=bearer(keys["read"]))
+    body = await resp.json()
+    assert resp.status == 400 and body["error"] == "bad_request"
+    assert query.split("=")[0] in body["message"]
+    assert store.queries == []  # refused before anything is computed
+
+
+TESTS = {
+    "method": "holm",
+    "family": "delta of every arm at every rank shown",
+    "description": "Holm (family-wise error)",
+    "level": 0.95,
+    "tests": [
+        {
+            "quantity": "delta",
+            "arm": "swap_1_2",
+            "rank": 1,
+            "estimate": -0.1,
+            "p_value": 0.001,
+            "adjusted_p_value": 0.004,
+            "rejected": True,
+            "ci_low": -0.14,
+            "ci_high": -0.06,
+            "family_ci_low": -0.16,
+            "family_ci_high": -0.04,
+            "family_level": 0.9875,
+        }
+    ],
+    "untested": [],
+}
+REDUCED = {
+    "method": "design control variates",
+    "level": 0.95,
+    "estimates": [
+        {
+            "quantity": "delta",
+            "arm": "swap_1_2",
+            "rank": 1,
+            "estimate": -0.1,
+            "ci_low": -0.13,
+            "ci_high": -0.07,
+            "plain_estimate": -0.1,
+            "plain_ci_low": -0.14,
+            "plain_ci_high": -0.06,
+            "width_ratio": 0.75,
+        }
+    ],
+}
+
+
+async def test_the_panel_carries_the_corrected_family_holm_unless_asked(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The board's experiment panel asks the report for the family's tests, by Holm unless
+    the correction parameter says otherwise, and for the variance-reduced estimates with
+    variance_reduction=1; each asked for is its own report (and cache entry)."""
+    from dataclasses import replace
+
+    from ingest.board import compute
+    from ingest.openapi_models import BoardExperimentPanel
+
+    asked: list[tuple[str, object, bool]] = []
+    real = compute.run_experiment_report
+
+    async def report(store: Store, query: ReportQuery, ranks: int, *args: object) -> object:
+        correction, family, reduced = args[-3:]
+        asked.append((str(correction), family, bool(reduced)))
+        made = await real(store, query, ranks, *args)  # type: ignore[arg-type]
+        method = str(correction)
+        return replace(
+            made,
+            corrections=None if method == "none" else {**TESTS, "method": method},
+            variance_reduction=REDUCED if reduced else None,
+        )
+
+    monkeypatch.setattr(compute, "run_experiment_report", report)
+    client, keys, _ = app
+
+    async def panel(query: str) -> dict:
+        resp = await client.get(f"/v1/board/experiments/demo-38?{query}", headers=bearer(keys["read"]))
+        assert resp.status == 200, await resp.text()
+        doc = await resp.json()
+        BoardExperimentPanel.model_validate(doc)
+        return doc
+
+    shown = await panel("")
+    assert shown["correction"] == "holm" and shown["corrections"]["method"] == "holm"
+    assert shown["corrections"]["tests"][0]["adjusted_p_value"] == 0.004
+    assert shown["variance_reduction"] is None
+    assert asked == [("holm", None, False)]  # None: the default family
+
+    bh = await panel("correction=bh&variance_reduction=1")
+    assert bh["correction"] == "bh" and bh["corrections"]["method"] == "bh"
+    assert bh["variance_reduction"]["estimates"][0]["width_ratio"] == 0.75
+    none = await panel("correction=none&variance_reduction=0")
+    assert none["correction"] == "none" and none["corrections"] is None and none["variance_reduction"] is None
+    assert asked[1:] == [("bh", None, True), ("none", None, False)]
+    assert (await panel("correction=holm"))["corrections"]["method"] == "holm"
+    assert len(asked) == 3  # the defaults, named or not, are one panel

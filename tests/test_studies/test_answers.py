@@ -147,6 +147,13 @@ BOARD_LISTS = {
         "GAP_ANSWER_FIELDS": "BoardExperimentPanel",
     },
     "panel-box.js": {"BOX_FIELDS": "Figure3", "BOX_ROW_FIELDS": "Figure3Arm"},
+    "panel-corrections.js": {
+        "CORRECTIONS_ANSWER_FIELDS": "BoardExperimentPanel",
+        "CORRECTIONS_FIELDS": "Corrections",
+        "FAMILY_TEST_FIELDS": "FamilyTestAnswer",
+        "REDUCTION_FIELDS": "VarianceReduction",
+        "REDUCED_FIELDS": "ReducedEstimate",
+    },
     "panel-shares.js": {"SHARE_FIELDS": "ElementShare"},
     "panel-markets.js": {"MARKET_FIELDS": "MarketHealth"},
     "panel-drops.js": {"DROP_FIELDS": "BoardDrops"},
@@ -188,3 +195,12 @@ def test_the_board_reads_only_fields_its_answers_models_have() -> None:
             assert fields, (module, constant)
             missing = set(fields) - set(model.model_fields)
             assert not missing, f"{module} {constant} reads {sorted(missing)}, not in {model_name}"
+
+
+def test_the_boards_example_experiment_answer_is_its_model() -> None:
+    """The node tests' example answer (static/test/fixtures/experiment.json) is a real
+    answer's shape, corrections and variance reduction included."""
+    path = ROOT / "ingest" / "board" / "static" / "test" / "fixtures" / "experiment.json"
+    shown = openapi_models.BoardExperimentPanel.model_validate(json.loads(path.read_text()))
+    assert shown.corrections is not None and shown.corrections.tests
+    assert shown.variance_reduction is not None and shown.variance_reduction.estimates

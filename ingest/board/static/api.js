@@ -45,7 +45,11 @@ const q = encodeURIComponent;
 // The board's endpoints (ingest/board/routes.py).
 export const paths = {
   index: () => "/v1/board/index",
-  experiment: (experiment, engine) => `/v1/board/experiments/${q(experiment)}?engine=${q(engine)}`,
+  // options: {correction, vr} as in fragment.js; the route's defaults (holm, off) are left out
+  experiment: (experiment, engine, options = {}) =>
+    `/v1/board/experiments/${q(experiment)}?engine=${q(engine)}` +
+    (options.correction && options.correction !== "holm" ? `&correction=${q(options.correction)}` : "") +
+    (options.vr ? "&variance_reduction=1" : ""),
   autocomplete: (study) => `/v1/board/autocomplete?study=${q(study)}`,
   personalization: (study) => `/v1/board/personalization/${q(study)}`,
   alerts: () => "/v1/board/alerts?limit=50",

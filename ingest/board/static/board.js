@@ -37,6 +37,8 @@ function applyIndex(index) {
   fillSelect(document, $("sel-engine"), chosen.options.engine, state.engine);
   fillSelect(document, $("sel-ac"), chosen.options.ac, state.ac);
   fillSelect(document, $("sel-ps"), chosen.options.ps, state.ps);
+  $("sel-correction").value = state.correction;
+  $("sel-vr").value = state.vr ? "1" : "0";
 }
 
 // A panel group's load; its failure (but a refused key) marks its panels, keeping what they show.
@@ -52,13 +54,14 @@ async function guarded(ids, load) {
 }
 
 async function loadExperiment() {
-  const { experiment, engine } = state;
+  const { experiment, engine, correction, vr } = state;
   if (!experiment) {
     draw("exp-title", emptyExperiment("No arrangement experiment has data yet."));
     return;
   }
-  const answer = await get(paths.experiment(experiment, engine));
-  if (experiment === state.experiment && engine === state.engine) draw("exp-title", experimentViews(answer));
+  const answer = await get(paths.experiment(experiment, engine, { correction, vr }));
+  const same = experiment === state.experiment && engine === state.engine && correction === state.correction && vr === state.vr;
+  if (same) draw("exp-title", experimentViews(answer));
 }
 
 async function loadAutocomplete() {
@@ -176,6 +179,17 @@ function init() {
   onSelect("engine", $("sel-engine"));
   onSelect("ac", $("sel-ac"));
   onSelect("ps", $("sel-ps"));
+  // the experiment panel's options, kept in the fragment like the selection
+  $("sel-correction").addEventListener("change", () => {
+    state.correction = $("sel-correction").value;
+    writeFragment();
+    poller.tick();
+  });
+  $("sel-vr").addEventListener("change", () => {
+    state.vr = $("sel-vr").value === "1";
+    writeFragment();
+    poller.tick();
+  });
   window.addEventListener("hashchange", () => {
     readFragment();
     if (!state.key) {

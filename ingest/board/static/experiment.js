@@ -1,9 +1,10 @@
 // The arrangement experiment's answer (GET /v1/board/experiments/{id}) as the title and
-// the seven panels it fills. Every panel is built before any is drawn, so an answer a
-// panel cannot read (MissingField, fields.js) leaves all seven as they were, marked.
+// the eight panels it fills. Every panel is built before any is drawn, so an answer a
+// panel cannot read (MissingField, fields.js) leaves all eight as they were, marked.
 
 import { pick, union } from "./fields.js";
 import { boxPanel, BOX_ANSWER_FIELDS } from "./panel-box.js";
+import { correctionsPanel, CORRECTIONS_ANSWER_FIELDS } from "./panel-corrections.js";
 import { dropsPanel, DROPS_ANSWER_FIELDS } from "./panel-drops.js";
 import { ctrPanel, gapPanel, CTR_ANSWER_FIELDS, GAP_ANSWER_FIELDS } from "./panel-figure3.js";
 import { marketsPanel, MARKETS_ANSWER_FIELDS } from "./panel-markets.js";
@@ -19,6 +20,7 @@ export const EXPERIMENT_FIELDS = union(
   TITLE_FIELDS,
   CTR_ANSWER_FIELDS,
   GAP_ANSWER_FIELDS,
+  CORRECTIONS_ANSWER_FIELDS,
   SHARES_ANSWER_FIELDS,
   BOX_ANSWER_FIELDS,
   SRM_ANSWER_FIELDS,
@@ -30,6 +32,7 @@ export const EXPERIMENT_FIELDS = union(
 export const EXPERIMENT_PANELS = {
   "panel-ctr": ctrPanel,
   "panel-gap": gapPanel,
+  "panel-corrections": correctionsPanel,
   "panel-shares": sharesPanel,
   "panel-box": boxPanel,
   "panel-srm": srmPanel,

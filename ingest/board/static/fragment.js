@@ -2,9 +2,15 @@
 // which browsers never send to the server. Pure: strings in, settings out, and back.
 
 export const DEFAULT_EVERY_MS = 3000;
+/** The experiment panel's correction of its family's tests unless chosen (the route's default). */
+export const DEFAULT_CORRECTION = "holm";
+export const CORRECTIONS = ["holm", "bh", "bonferroni", "none"];
 
-// {key, experiment, engine, ac, ps, every}: `ac` is a crawl id prefix ("" = every crawl,
-// null = the newest study); `every` the refresh interval in ms (at least 1 s).
+// {key, experiment, engine, ac, ps, every, correction, vr}: `ac` is a crawl id prefix ("" =
+// every crawl, null = the newest study); `every` the refresh interval in ms (at least 1 s);
+// `correction` how the experiment's family of tests is corrected, `vr` whether its
+// variance-reduced estimates are shown (the experiment endpoint's correction and
+// variance_reduction).
 export function parseFragment(hash) {
   const p = new URLSearchParams(hash.replace(/^#/, ""));
   const every = Number(p.get("every"));
@@ -15,6 +21,8 @@ export function parseFragment(hash) {
     ac: p.has("ac") ? p.get("ac") : null,
     ps: p.get("ps") || "",
     every: Number.isFinite(every) && every >= 1 ? Math.max(1000, every * 1000) : DEFAULT_EVERY_MS,
+    correction: CORRECTIONS.includes(p.get("correction")) ? p.get("correction") : DEFAULT_CORRECTION,
+    vr: p.get("vr") === "1",
   };
 }
 
@@ -27,5 +35,7 @@ export function formatFragment(state) {
   if (state.ac !== null) p.set("ac", state.ac);
   if (state.ps) p.set("ps", state.ps);
   if (state.every !== DEFAULT_EVERY_MS) p.set("every", String(state.every / 1000));
+  if (state.correction && state.correction !== DEFAULT_CORRECTION) p.set("correction", state.correction);
+  if (state.vr) p.set("vr", "1");
   return p.toString();
 }

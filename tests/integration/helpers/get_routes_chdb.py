@@ -31,7 +31,12 @@ DAYS = 4
 PARAMS = {"experiment_id": EXP, "study_id": "none", "recompute_id": "rc_" + "0" * 20, "name": "board.js"}
 PARAMS |= {"paper": "personalization", "figure": "figure5_by_rank"}  # the study's statements, drawn
 QUERIES = {
-    "/v1/board/experiments/{experiment_id}": ["", "?intervals=bootstrap", "?intervals=sequential"],
+    "/v1/board/experiments/{experiment_id}": [
+        "",
+        "?intervals=bootstrap",
+        "?intervals=sequential",
+        "?correction=bh&variance_reduction=1",
+    ],
     "/v1/board/autocomplete": ["?study=none&engine=google"],
     "/v1/board/figures/{paper}/{figure}": ["?study=none"],
 }

@@ -36,6 +36,8 @@ test("a refused key (401) or a missing scope (403) asks for another key; other e
 test("ids and studies are encoded into the paths", () => {
   assert.equal(paths.index(), "/v1/board/index");
   assert.equal(paths.experiment("a/b c", "google"), "/v1/board/experiments/a%2Fb%20c?engine=google");
+  assert.equal(paths.experiment("e", "bing", { correction: "holm", vr: false }), "/v1/board/experiments/e?engine=bing");
+  assert.equal(paths.experiment("e", "bing", { correction: "bh", vr: true }), "/v1/board/experiments/e?engine=bing&correction=bh&variance_reduction=1");
   assert.equal(paths.autocomplete("s&t-"), "/v1/board/autocomplete?study=s%26t-");
   assert.equal(paths.autocomplete(""), "/v1/board/autocomplete?study=");
   assert.equal(paths.personalization("p?1"), "/v1/board/personalization/p%3F1");

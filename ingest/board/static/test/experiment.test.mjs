@@ -10,6 +10,7 @@ import { ESTIMATE_FIELDS } from "../estimate.js";
 import { EXPERIMENT_FIELDS, EXPERIMENT_PANELS, TITLE_FIELDS, emptyExperiment, experimentTitle, experimentViews } from "../experiment.js";
 import { MissingField, union } from "../fields.js";
 import { BOX_ANSWER_FIELDS, BOX_FIELDS, BOX_ROW_FIELDS } from "../panel-box.js";
+import { CORRECTIONS_ANSWER_FIELDS, CORRECTIONS_FIELDS, FAMILY_TEST_FIELDS, REDUCED_FIELDS, REDUCTION_FIELDS } from "../panel-corrections.js";
 import { DROPS_ANSWER_FIELDS, DROP_FIELDS, dropTotals } from "../panel-drops.js";
 import {
   CTR_ANSWER_FIELDS,
@@ -41,6 +42,10 @@ const PLACES = [
   ["WEIGHTED_FIGURE3_FIELDS", WEIGHTED_FIGURE3_FIELDS, (a) => [a.weighted.figure3]],
   ["WEIGHTED_ROW_FIELDS", WEIGHTED_ROW_FIELDS, (a) => a.weighted.figure3.arms],
   ["ESTIMATE_FIELDS (weighted)", ESTIMATE_FIELDS, (a) => estimatesOf(a.weighted.figure3.arms, ["ctr", "delta"])],
+  ["CORRECTIONS_FIELDS", CORRECTIONS_FIELDS, (a) => [a.corrections]],
+  ["FAMILY_TEST_FIELDS", FAMILY_TEST_FIELDS, (a) => a.corrections.tests],
+  ["REDUCTION_FIELDS", REDUCTION_FIELDS, (a) => [a.variance_reduction]],
+  ["REDUCED_FIELDS", REDUCED_FIELDS, (a) => a.variance_reduction.estimates],
   ["SHARE_FIELDS", SHARE_FIELDS, (a) => a.element_shares],
   ["BOX_FIELDS", BOX_FIELDS, (a) => [a.box_subset]],
   ["BOX_ROW_FIELDS", BOX_ROW_FIELDS, (a) => a.box_subset.arms],
@@ -64,7 +69,7 @@ function cutDown(answer) {
 
 test("the field lists are plain JSON arrays of distinct names", () => {
   const lists = {
-    TITLE_FIELDS, CTR_ANSWER_FIELDS, GAP_ANSWER_FIELDS, DECISION_FIELDS, SHARES_ANSWER_FIELDS, BOX_ANSWER_FIELDS,
+    TITLE_FIELDS, CTR_ANSWER_FIELDS, GAP_ANSWER_FIELDS, DECISION_FIELDS, CORRECTIONS_ANSWER_FIELDS, SHARES_ANSWER_FIELDS, BOX_ANSWER_FIELDS,
     SRM_ANSWER_FIELDS, MARKETS_ANSWER_FIELDS, DROPS_ANSWER_FIELDS, ...Object.fromEntries(PLACES.map(([name, list]) => [name, list])),
   };
   for (const [name, list] of Object.entries(lists)) {
@@ -75,7 +80,7 @@ test("the field lists are plain JSON arrays of distinct names", () => {
   }
   assert.deepEqual(
     [...EXPERIMENT_FIELDS].sort(),
-    union(TITLE_FIELDS, CTR_ANSWER_FIELDS, GAP_ANSWER_FIELDS, SHARES_ANSWER_FIELDS, BOX_ANSWER_FIELDS, SRM_ANSWER_FIELDS, MARKETS_ANSWER_FIELDS, DROPS_ANSWER_FIELDS).sort(),
+    union(TITLE_FIELDS, CTR_ANSWER_FIELDS, GAP_ANSWER_FIELDS, CORRECTIONS_ANSWER_FIELDS, SHARES_ANSWER_FIELDS, BOX_ANSWER_FIELDS, SRM_ANSWER_FIELDS, MARKETS_ANSWER_FIELDS, DROPS_ANSWER_FIELDS).sort(),
   );
   assert.ok(DECISION_FIELDS.every((f) => GAP_ANSWER_FIELDS.includes(f)));
 });
