@@ -304,12 +304,15 @@ async def _read(store: Store, experiment_id: str) -> dict[str, Any]:
     names = ("version", "sha256", "registered_at", "registered_by", "kind", "reason")
     history = [dict(zip(names, (int(r[0]), *(str(v) for v in r[2:])), strict=True)) for r in rows]
     latest = rows[-1] if rows else None
+    _, frozen = await quintiles.read_frozen(store, [experiment_id])
+    bounds = frozen.get(experiment_id)
     return {
         "experiment_id": experiment_id,
         "version": history[-1]["version"] if history else None,
         "sha256": history[-1]["sha256"] if history else None,
         "plan": orjson.loads(str(latest[1])) if latest else None,
         "history": history,
+        "quintiles_stored": bounds.ready if bounds is not None and bounds.frozen else None,
     }
 
 
