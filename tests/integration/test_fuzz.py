@@ -54,6 +54,7 @@ ROUTES = [
     ("PUT", "/v1/experiments/fuzz-exp/plan"),
     ("GET", "/v1/experiments/fuzz-exp/plan"),
     ("POST", "/v1/experiments/fuzz-exp/plan/amendments"),
+    ("POST", "/v1/experiments/fuzz-exp/plan/freeze-quintiles"),
     ("GET", "/v1/experiments/fuzz-exp/plan/deviations"),
     ("GET", "/board"),
     ("GET", "/board/static/board.js"),
