@@ -63,9 +63,11 @@ def planned_sql() -> str:
 async def keep_quintiles(store: Store, settle_s: float = SETTLE_S) -> list[str]:
     """The worker's timer: give every plan's boundaries their row, then recompute each
     experiment whose boundaries are not ready. The experiments recomputed."""
-    _, frozen = await read_frozen(store, read_only=False)
+    _, frozen = await read_frozen(store)  # every 5 s: on a read lane, beside the batches
     due = [e for e, f in frozen.items() if not f.ready]
-    for experiment_id, (version, sha, everything, plain) in (await store.query(planned_sql())).rows:
+    for experiment_id, (version, sha, everything, plain) in (
+        await store.query(planned_sql(), read_only=True)
+    ).rows:
         wanted = (tuple(int(b) for b in everything), tuple(int(b) for b in plain))
         have = frozen.get(str(experiment_id))
         if (have is None and wanted == ((), ())) or (
