@@ -31,6 +31,16 @@ worker, changed it meanwhile; the recompute of those installs starts again); the
 before any row is written. Rows carry their statement's time, so of two recomputes of one
 row the one that read later wins, as in every derived table here. Recomputing is idempotent:
 a replayed batch writes the same rows.
+
+Frozen quintiles (issue 38, ``quintile_context.py``). For an experiment whose plan froze its
+``n_candidates`` quintile boundaries, a page context also holds the page's quintile in each
+family, and every row the plan version of those boundaries (``quintiles_version``). A
+recompute reads the boundaries once per chunk, before the state (the touched contexts'
+hashes depend on them); its statements refuse to write when newer boundaries were stored
+since (``BOUNDS_GUARD``, retried as ``GUARD`` is), a set whose rows follow another version is
+not used (the install is recomputed whole), and the per-subset rows are derived from the
+current version's rows only. New boundaries recompute the whole experiment once
+(``quintile_rekey.py``).
 """
 
 from __future__ import annotations
