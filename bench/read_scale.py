@@ -43,6 +43,10 @@ CTR = np.array([0.45, 0.15, 0.1, 0.07, 0.05, 0.04, 0.03, 0.03, 0.02, 0.02])
 SUBSETS = ["all", "ads_or_box", "no_ads_no_box", "box", "ssr_c1_c2"] + [
     f"n_candidates_q{k}" for k in range(1, 6)
 ]
+QUINTILES = [f"{p}n_candidates_q{k}" for p in ("", "no_ads_no_box_") for k in range(1, 6)]
+"""Both families of quintiles: timed after ``--freeze-quintiles`` froze them."""
+PILOT_DAYS = 7
+"""``--freeze-quintiles``: the pilot is the study's first week."""
 LINE = (
     '{"type":"click","event_id":"%s","schema_version":1,"sent_at":"%s","received_at":"%s",'
     '"experiment_id":"' + EXPERIMENT + '","arm":"%s","engine":"google","install_id":"%s",'
@@ -206,45 +210,58 @@ async def timed(session: aiohttp.ClientSession, method: str, url: str, body: Any
         return time.perf_counter() - started, resp.status
 
 
-async def read_side(url: str) -> dict[str, dict[str, float]]:
-    """Cold then warm seconds of every report subset, the timeline and every board endpoint."""
+async def read_side(url: str, subsets: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """Cold then warm seconds of every report subset, the timeline and every board endpoint
+    (``subsets``: the reports of these subsets only)."""
     headers = {"Authorization": f"Bearer {KEY}"}
     timeout = aiohttp.ClientTimeout(total=900)
     out: dict[str, dict[str, float]] = {}
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
         calls: list[tuple[str, str, str, Any]] = [
             (f"report {s}", "POST", "/v1/reports/experiment", {"experiment_id": EXPERIMENT, "subset": s})
-            for s in SUBSETS
+            for s in (subsets or SUBSETS)
         ]
-        calls += [
-            (
-                "report all, sequential (decision line)",
-                "POST",
-                "/v1/reports/experiment",
-                {"experiment_id": EXPERIMENT, "intervals": "sequential"},
-            ),
-            (
-                "report all, reweighted",
-                "POST",
-                "/v1/reports/experiment",
-                {"experiment_id": EXPERIMENT, "targets": TARGETS},
-            ),
-        ]
-        calls.append(
-            (
-                "timeline 1h x 30d",
-                "POST",
-                "/v1/reports/timeline",
-                {"experiment_id": EXPERIMENT, "window": "1h"},
-            )
+        calls += (
+            []
+            if subsets
+            else [
+                (
+                    "report all, sequential (decision line)",
+                    "POST",
+                    "/v1/reports/experiment",
+                    {"experiment_id": EXPERIMENT, "intervals": "sequential"},
+                ),
+                (
+                    "report all, reweighted",
+                    "POST",
+                    "/v1/reports/experiment",
+                    {"experiment_id": EXPERIMENT, "targets": TARGETS},
+                ),
+            ]
         )
-        calls += [
-            ("board index", "GET", "/v1/board/index", None),
-            ("board experiment", "GET", f"/v1/board/experiments/{EXPERIMENT}", None),
-            ("board autocomplete", "GET", "/v1/board/autocomplete", None),
-            ("board personalization", "GET", "/v1/board/personalization/none", None),
-            ("board alerts", "GET", "/v1/board/alerts", None),
-        ]
+        calls += (
+            []
+            if subsets
+            else [
+                (
+                    "timeline 1h x 30d",
+                    "POST",
+                    "/v1/reports/timeline",
+                    {"experiment_id": EXPERIMENT, "window": "1h"},
+                )
+            ]
+        )
+        calls += (
+            []
+            if subsets
+            else [
+                ("board index", "GET", "/v1/board/index", None),
+                ("board experiment", "GET", f"/v1/board/experiments/{EXPERIMENT}", None),
+                ("board autocomplete", "GET", "/v1/board/autocomplete", None),
+                ("board personalization", "GET", "/v1/board/personalization/none", None),
+                ("board alerts", "GET", "/v1/board/alerts", None),
+            ]
+        )
         for name, method, path, body in calls:
             cold, status = await timed(session, method, url + path, body)
             warm, _ = await timed(session, method, url + path, body)
@@ -289,6 +306,65 @@ async def ingest_latency(url: str, seconds: float, board: bool) -> list[float]:
         if poller is not None:
             await poller
     return latencies
+
+
+async def _call(session: aiohttp.ClientSession, method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    async with session.request(method, url, json=body) as resp:
+        return resp.status, await resp.json()
+
+
+async def register_plan(url: str) -> None:
+    """``--freeze-quintiles``: the study registered (its arms, the bench's weights) with an
+    analysis plan that fixes no quintile boundaries yet."""
+    experiment = {
+        "experiment_id": EXPERIMENT,
+        "engines": ["google"],
+        "arms": {arm: float(p) for arm, p in zip(ARMS, ARM_P, strict=True)},
+        "salt": "read-scale-salt",
+        "start": START.date().isoformat(),
+    }
+    plan = {
+        "experiment_id": EXPERIMENT,
+        "primary": [{"quantity": "delta", "arm": "swap_1_2", "rank": 1}],
+        "subsets": [*SUBSETS[:5], *QUINTILES],
+    }
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {KEY}"}) as session:
+        for method, path, body in (
+            ("POST", "/v1/experiments", experiment),
+            ("PUT", f"/v1/experiments/{EXPERIMENT}/plan", plan),
+        ):
+            status, answer = await _call(session, method, url + path, body)
+            if status not in (200, 201, 409):
+                raise RuntimeError(f"{method} {path}: {status} {answer}")
+
+
+async def freeze_quintiles(url: str) -> dict[str, Any]:
+    """``plan freeze-quintiles`` over the study's first week, then the time until the worker
+    keeps the quintiles as named subsets (the plan says ``quintiles_stored``)."""
+    until = (START.date() + dt.timedelta(days=PILOT_DAYS - 1)).isoformat()
+    timeout = aiohttp.ClientTimeout(total=900)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {KEY}"}, timeout=timeout) as session:
+        started = time.perf_counter()
+        status, answer = await _call(
+            session,
+            "POST",
+            f"{url}/v1/experiments/{EXPERIMENT}/plan/freeze-quintiles",
+            {"until": until, "reason": "bench.read_scale"},
+        )
+        if status != 200:
+            raise RuntimeError(f"freeze-quintiles: {status} {answer}")
+        answered = time.perf_counter() - started
+        while not (await _call(session, "GET", f"{url}/v1/experiments/{EXPERIMENT}/plan"))[1][
+            "quintiles_stored"
+        ]:
+            if time.perf_counter() - started > 7200:
+                raise RuntimeError("the frozen quintiles were not stored within two hours")
+            await asyncio.sleep(1)
+    return {
+        "pilot": answer["pilot"],
+        "freeze_answered_s": round(answered, 3),
+        "stored_after_s": round(time.perf_counter() - started, 3),
+    }
 
 
 def latency_figures(latencies: list[float]) -> dict[str, float]:
@@ -338,6 +414,14 @@ def main() -> None:
         "with the last of --sizes) after a fresh start",
     )
     parser.add_argument(
+        "--freeze-quintiles",
+        action="store_true",
+        help="register the study with an analysis plan, freeze its quintile boundaries from the first "
+        "week after the first size's reads (plan freeze-quintiles), time the recompute and every "
+        "quintile report then, and at the later sizes (both families)",
+    )
+    parser.add_argument("--skip-latency", action="store_true", help="no ingest latency rounds at the end")
+    parser.add_argument(
         "--events-dir",
         type=Path,
         help="keep the generated event files here and reuse them in later runs (50M events take "
@@ -365,6 +449,9 @@ def main() -> None:
         # kept study: the weights of its installs); that start-up is reported on its own
         start_up_s = asyncio.run(board_ready(url))
         print(f"board's compute process ready {start_up_s:.2f} s after /readyz", file=sys.stderr)
+        if args.freeze_quintiles:
+            asyncio.run(register_plan(url))
+        frozen: dict[str, Any] | None = None
         have = 0
         if args.reads_only:
             if args.keep is None:
@@ -399,15 +486,23 @@ def main() -> None:
             if args.events_dir is None:
                 path.unlink()
             have = size
+            subsets = [*SUBSETS[:5], *QUINTILES] if frozen is not None else None
             results.append(
                 {
                     "events": size,
                     "import_events_per_s": round(rate),
                     "import_ratio_to_raw_insert": round(rate / baseline, 3),
-                    "reads": {} if args.import_only else asyncio.run(read_side(url)),
+                    "quintiles": "frozen" if frozen is not None else "moving",
+                    "reads": {} if args.import_only else asyncio.run(read_side(url, subsets)),
                 }
             )
-        if not args.import_only:
+            if args.freeze_quintiles and frozen is None:
+                print("freezing the quintile boundaries from the first week ...", file=sys.stderr)
+                frozen = asyncio.run(freeze_quintiles(url))
+                print(f"  {frozen}", file=sys.stderr)
+                results[-1]["freeze"] = frozen
+                results[-1]["frozen_reads"] = asyncio.run(read_side(url, QUINTILES))
+        if not args.import_only and not args.skip_latency:
             # a minute each, in ABBA order: the p99 of 30 s (the sixth slowest of 600) moved
             # by 10-20 ms between rounds of one condition, as the latency probe's study grows
             print("ingest latency without and with a board open, ABBA ...", file=sys.stderr)

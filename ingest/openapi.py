@@ -53,6 +53,7 @@ from ingest.openapi_models import (
     ErasureAnswer,
     EventsAccepted,
     EventsAllRejected,
+    FrozenQuintilesOut,
     ImportAnswer,
     KeyInfo,
     PlanDeviations,
@@ -66,7 +67,7 @@ from ingest.openapi_models import (
 )
 from ingest.participants import MAX_INSTALLS, EraseIn, EraseOwnIn
 from ingest.pilot import PilotWorld, PilotWorldRequest
-from ingest.plans import PlanAmendment
+from ingest.plans import FreezeQuintiles, PlanAmendment
 from ingest.planted import MAX_VALUES, PlantedIn
 from ingest.reports import ExperimentReportRequest, TimelineRequest
 from schemas.analysis_plan import AnalysisPlan
@@ -161,6 +162,9 @@ CODES: dict[str, str] = {
     "plan_exists": "the experiment has a registered analysis plan: amend it instead",
     "plan_unchanged": "the amended plan hashes as the current one",
     "no_plan": "the experiment has no registered analysis plan",
+    "quintiles_frozen": "the plan already fixes quintile boundaries: amend it explicitly to change them",
+    "no_pilot_data": "the pilot period has no kept units with an n_candidates figure in a family",
+    "plan_changed": "the plan was amended while the boundaries were computed: run the request again",
     "body_too_large": "the body is over the size limit",
     "too_many_events": "more events than a request may carry",
     "unsupported_media_type": "another Content-Type than the one this route takes",
@@ -316,6 +320,10 @@ WINDOW = {
     "description": "A count and a unit (s, m, h, d): a multiple of 10 seconds (the slice length), "
     f"at most {MAX_WINDOW_S // 86400}d.",
 }
+DAY = {
+    "pattern": f"^{calendar_days(*MOMENT_YEARS)}$",
+    "description": f"A whole UTC day, YYYY-MM-DD, in {MOMENT_YEARS[0]}-{MOMENT_YEARS[1]}.",
+}
 SUBSET = {"enum": subset_names(), "description": "A named subset of pages, or an n_candidates quintile."}
 DAY = {
     "pattern": f"^{calendar_days(*MOMENT_YEARS)}$",
@@ -334,6 +342,7 @@ REFINED: dict[str, dict[str, dict[str, Any]]] = {
     },
     "TimelineRequest": {"window": WINDOW, "subset": SUBSET, "since": MOMENT, "until": MOMENT},
     "PilotWorldRequest": {"since": DAY, "until": DAY},
+    "FreezeQuintiles": {"since": DAY, "until": DAY},
     "TargetMargin": {"dimension": {"enum": list(DIMENSIONS)}},
     "_SpanIn": {"day_start": {"multipleOf": 86400}},  # post_recompute: a UTC midnight
 }
@@ -494,9 +503,11 @@ OPERATIONS: tuple[Operation, ...] = (
         rules="The plan's experiment_id is the path's, each quantity's engine one of the experiment's "
         "and its arm and the baseline ones that engine runs, every subset a known one, each quantity "
         "at most once, no delta or beta of the baseline against itself, quintile cut points that do "
-        "not decrease (400 `bad_request` otherwise). A second "
+        "not decrease, a quintile family's `every` left out or equal to its `kept` (frozen quintiles are "
+        "page conditions, the same for kept and dropped units) (400 `bad_request` otherwise). A second "
         "registration is a 409 `plan_exists`: amend the plan instead. The answer is the stored plan, its "
-        "hash and history.",
+        "hash and history. Quintile boundaries that differ from the version before make the worker "
+        "recompute the experiment's per-install rows once and keep the quintiles as named subsets.",
     ),
     Operation(
         "POST",
@@ -511,6 +522,34 @@ OPERATIONS: tuple[Operation, ...] = (
         params=(EXPERIMENT_P,),
         rules="As for registration; 404 `no_plan` without a registered plan, 409 `plan_unchanged` when the "
         "amended plan hashes as the current one.",
+    ),
+    Operation(
+        "POST",
+        "/v1/experiments/{experiment_id}/plan/freeze-quintiles",
+        "Freeze the plan's n_candidates quintile boundaries from a pilot period: a logged amendment",
+        "admin",
+        FrozenQuintilesOut,
+        errors=merged(
+            JSON_BODY,
+            {
+                400: ("bad_request",),
+                404: ("not_found", "no_plan"),
+                409: ("quintiles_frozen", "no_pilot_data", "plan_changed"),
+            },
+            STORE,
+        ),
+        body=FreezeQuintiles,
+        params=(EXPERIMENT_P,),
+        rules="Both families' cut points (every page; the pages without ads or box) are the units-weighted "
+        "0.2..0.8 quantiles of n_candidates_bucket over the units the plan keeps (its engine and burn-in, "
+        "identified installs) on the days since..until (both included; since after until is 400 "
+        "`bad_request`). With `dry_run` they are answered and nothing is stored; otherwise the plan is "
+        "amended with them (kind `freeze_quintiles`, the reason stating the pilot, its units and the "
+        "key's name, then the caller's reason) and the worker recomputes the experiment's per-install "
+        "rows once, keeping the quintiles as named subsets (`quintiles_stored` in the plan once done). "
+        "409 `quintiles_frozen` when the plan already fixes a family's boundaries (amend it explicitly), "
+        "`no_pilot_data` when a family has no kept units in the pilot, `plan_changed` when the plan was "
+        "amended meanwhile.",
     ),
     Operation(
         "GET",

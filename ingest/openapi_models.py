@@ -135,7 +135,7 @@ class PlanVersion(_Closed):
     sha256: str = Field(pattern="^[0-9a-f]{64}$", description="SHA-256 of the plan's canonical JSON.")
     registered_at: str
     registered_by: str = Field(description="The API key's name (never the key).")
-    kind: Literal["registration", "amendment"]
+    kind: Literal["registration", "amendment", "freeze_quintiles"]
     reason: str
 
 
@@ -147,6 +147,37 @@ class PlanOut(_Closed):
     sha256: str = Field(pattern="^[0-9a-f]{64}$")
     plan: AnalysisPlan
     history: list[PlanVersion]
+    quintiles_stored: bool | None = Field(
+        description="With frozen quintile boundaries: whether the worker keeps the quintiles as named "
+        "subsets yet (it recomputes the experiment's per-install rows once new boundaries are stored; "
+        "until then a quintile report applies the boundaries to the per-day rows); null without."
+    )
+
+
+class PilotQuintiles(_Closed):
+    kept: list[int] = Field(description="The 0.2, 0.4, 0.6 and 0.8 quantiles of n_candidates_bucket.")
+    units: int = Field(ge=0, description="The kept units they weigh.")
+
+
+class PilotWindow(_Closed):
+    """A pilot period and the quintile cut points of each family over its kept units."""
+
+    since: str | None = Field(description="The pilot's first day (null: the study's first).")
+    until: str = Field(description="The pilot's last day (included).")
+    engine: str
+    burn_in_days: int = Field(ge=0)
+    quintiles: dict[str, PilotQuintiles] = Field(
+        description="Per family (n_candidates, no_ads_no_box_n_candidates): its cut points."
+    )
+
+
+class FrozenQuintilesOut(_Closed):
+    """The boundaries frozen from a pilot (``plan freeze-quintiles``) and the amended plan."""
+
+    experiment_id: Ident
+    dry_run: bool
+    pilot: PilotWindow
+    plan: PlanOut | None = Field(description="The plan after the amendment; null for a dry run.")
 
 
 class PlanDeviation(_Closed):

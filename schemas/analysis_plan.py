@@ -58,22 +58,28 @@ class PlannedQuantity(_Closed):
 
 
 class QuintileBounds(_Closed):
-    """Fixed boundaries of one family of ``n_candidates`` quintiles: over the units kept by
-    preprocessing (the estimates) and over all units (the drops table; as kept if absent)."""
+    """Fixed boundaries of one family of ``n_candidates`` quintiles. Frozen, a quintile is a
+    page condition (its bucket in (b_{k-1}, b_k]), the same for the units preprocessing keeps
+    (the estimates) and for those it drops (the preprocessing table): ``kept`` serves both,
+    and ``every``, if given, must equal it (kept for plans that state both)."""
 
     kept: CutPoints
     every: CutPoints | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> QuintileBounds:
-        for name, points in (("kept", self.kept), ("every", self.every)):
-            if points is not None and list(points) != sorted(points):
-                raise ValueError(f"{name}: cut points must not decrease")
+        if list(self.kept) != sorted(self.kept):
+            raise ValueError("kept: cut points must not decrease")
+        if self.every is not None and list(self.every) != list(self.kept):
+            raise ValueError(
+                "every: frozen quintiles are page conditions, the same for kept and dropped units: "
+                "leave every out (or equal to kept)"
+            )
         return self
 
     def as_query_bounds(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """The ``ReportQuery.quintile_bounds`` pair (kept, every)."""
-        return tuple(self.kept), tuple(self.every if self.every is not None else self.kept)
+        """The ``ReportQuery.quintile_bounds`` pair (kept, every): the cut points twice."""
+        return tuple(self.kept), tuple(self.kept)
 
 
 class Correction(_Closed):

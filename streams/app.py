@@ -30,7 +30,7 @@ from streams.processors.autocomplete_crawls import AutocompleteAnalytics
 from streams.processors.personalization_rounds import PersonalizationRounds
 from streams.sinks.clickhouse import ClickHouseSink
 from streams.sinks.raw_writer import RawWriter
-from studies.arrangement.write import looks
+from studies.arrangement.write import looks, quintile_rekey
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +216,13 @@ def create_app(settings: Settings, store: Store, metrics: WorkerMetrics | None =
         await looks.keep_looks(store)
 
     app.timer(LOOKS_EVERY_S, name="decision_looks")(guarded(keep_decision_looks, metrics))
+    if settings.estimators:
+
+        async def keep_quintiles() -> None:
+            """An experiment's new quintile boundaries: its per-install rows recomputed once."""
+            await quintile_rekey.keep_quintiles(store)
+
+        app.timer(CHECK_EVERY_S, name="quintile_rekeys")(guarded(keep_quintiles, metrics))
     app.timer(CHECK_EVERY_S, name="autocomplete_retry")(guarded(autocomplete.retry_pending, metrics))
     app.timer(PERSONALIZATION_EVERY_S, name="personalization_rounds")(
         guarded(personalization.expire_waiting, metrics)

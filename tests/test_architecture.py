@@ -42,7 +42,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 }
 """What each package may import, besides itself (bench/ and tests/ may import anything)."""
 
-STUDY_ROOT = r"studies\.\w+\.(tables|counting|selection|arrays|looks|answers)"
+STUDY_ROOT = r"studies\.\w+\.(tables|counting|selection|arrays|looks|answers|quintiles)"
 """The modules at a study package's root: shared by its read and write sides."""
 SUB_RULES: list[tuple[str, str, str, str]] = [
     # (importing module, imported module, why) as regular expressions over dotted names

@@ -31,7 +31,18 @@ def subset_names() -> list[str]:
     return [*SUBSETS, *quintiles]
 
 
-def subsets_array_sql() -> str:
-    """The named subsets a context row belongs to, as an array of names (for ARRAY JOIN)."""
-    pairs = ", ".join(f"('{name}', toUInt8({condition}))" for name, condition in SUBSETS.items())
+QUINTILE_CONTEXT = {
+    **{f"n_candidates_q{k}": f"n_candidates_quintile = {k}" for k in range(1, 6)},
+    **{f"no_ads_no_box_n_candidates_q{k}": f"no_ads_no_box_quintile = {k}" for k in range(1, 6)},
+}
+"""The quintile subsets as conditions on a study-wide row's page context: its quintile in each
+family, which the worker fills in only once an experiment's analysis plan froze the family's
+boundaries (0 otherwise, so no row belongs to any; ``studies/arrangement/quintiles.py``)."""
+
+
+def subsets_array_sql(quintiles: bool = False) -> str:
+    """The named subsets a context row belongs to, as an array of names (for ARRAY JOIN);
+    with ``quintiles``, the frozen quintile subsets too (``QUINTILE_CONTEXT``)."""
+    named = {**SUBSETS, **(QUINTILE_CONTEXT if quintiles else {})}
+    pairs = ", ".join(f"('{name}', toUInt8({condition}))" for name, condition in named.items())
     return f"arrayMap(s -> s.1, arrayFilter(s -> s.2 = 1, [{pairs}]))"

@@ -28,11 +28,13 @@ from analytics.stats.planner import (
 from analytics.stats.planner import half_width as half_width_of
 from auditstream.cli.common import fail, result_console
 from auditstream.cli.data import AdminKeyOpt, ApiKeyOpt, Url, call_api
+from auditstream.cli.plan_freeze import freeze_quintiles
 from auditstream.cli.safe_text import printable
 from schemas.analysis_plan import AnalysisPlan, plan_from_toml
 
 app = typer.Typer(help="Register, amend and show an experiment's analysis plan.", no_args_is_help=True)
 PlanFile = Annotated[Path, typer.Argument(help="The plan, as TOML (see docs/plans/powermeter.toml)")]
+app.command("freeze-quintiles")(freeze_quintiles)
 
 
 def read_plan(path: Path) -> AnalysisPlan:

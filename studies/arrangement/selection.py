@@ -34,7 +34,14 @@ class ReportQuery:
     quintile_bounds: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     """An ``n_candidates`` quintile's boundaries as read once (``with_quintile_bounds``):
     the 0.2..0.8 quantiles over the units kept by preprocessing, then over all units (the
-    drops). None: each statement computes them itself, inside it."""
+    drops), or the plan's frozen cut points twice. None: each statement computes them
+    itself, inside it."""
+    quintiles_plan: tuple[int, str] | None = None
+    """The plan version and hash that froze the quintile's boundaries (``quintile_bounds``
+    are then theirs); None: they move with the selection."""
+    quintiles_stored: bool = False
+    """The worker keeps the frozen quintiles as named subsets (``studies/arrangement/
+    quintiles.py``: their boundaries are ready), so a whole study reads the study-wide rows."""
 
     @property
     def fine(self) -> bool:
@@ -44,15 +51,16 @@ class ReportQuery:
     @property
     def study_wide(self) -> bool:
         """The whole study with a burn-in the study-wide rows keep (at most 7 days) and a
-        named subset: read ``agg_arrangement_install_subset``, one row per install, arm,
-        age and identified for each subset, whose size grows with the installs, not with
-        the events. Time ranges and quintiles read the per-day or 10-second rows."""
+        named subset (a frozen quintile the worker keeps is one): read
+        ``agg_arrangement_install_subset``, one row per install, arm, age and identified for
+        each subset, whose size grows with the installs, not with the events. Time ranges
+        and moving quintiles read the per-day or 10-second rows."""
         return (
             not self.slices
             and self.since is None
             and self.until is None
             and 0 <= self.burn_in_days <= STUDY_AGE_CAP
-            and self.subset in SUBSETS
+            and (self.subset in SUBSETS or (self.quintiles_stored and self.quintile is not None))
         )
 
     @property
@@ -130,6 +138,12 @@ class ReportQuery:
         quintile = self._quintile()
         return quintile[1] if quintile else None
 
+    @property
+    def quintile_prefix(self) -> str | None:
+        """A quintile subset's family, as its name's prefix ('' or 'no_ads_no_box_'), else None."""
+        found = QUINTILE.fullmatch(self.subset)
+        return (found.group(1) or "") if found else None
+
     def quintile_bounds_sql(self) -> str:
         """Both sets of a quintile's boundaries in one pass over the selection: over the
         units preprocessing keeps (the report's) and over all units (its drops), as the
@@ -146,18 +160,36 @@ class ReportQuery:
             f"AND {within} AND n_candidates_bucket >= 0"
         )
 
+    def quintile_pilot_sql(self) -> str:
+        """The 0.2..0.8 quantiles of ``n_candidates_bucket`` over the units preprocessing
+        keeps in the selection, within the quintile's family, and how many units they weigh:
+        the cut points a pilot period gives (``plan freeze-quintiles``)."""
+        quintile = self._quintile()
+        if quintile is None:
+            raise ValueError(f"{self.subset!r} is not an n_candidates quintile")
+        return (
+            "SELECT quantilesExactWeighted(0.2, 0.4, 0.6, 0.8)(n_candidates_bucket, units), sum(units) "
+            f"FROM {self._source} WHERE {self._where(subset=False)} AND {quintile[0]} "
+            "AND n_candidates_bucket >= 0"
+        )
+
     def subset_bounds(self) -> dict[str, Any] | None:
         """A resolved quintile's range of ``n_candidates_bucket`` (floor of 10 x log10 of
         the "About N results" figure), for the report: exclusive below, inclusive above,
-        None where the quintile is open."""
+        None where the quintile is open; ``frozen`` when the plan fixed it, with the plan
+        version and hash that did."""
         k = self.quintile
         if k is None or self.quintile_bounds is None:
             return None
         kept = self.quintile_bounds[0]
+        plan = self.quintiles_plan
         return {
             "column": "n_candidates_bucket",
             "above": int(kept[k - 2]) if k > 1 else None,
             "at_most": int(kept[k - 1]) if k < 5 else None,
+            "frozen": plan is not None,
+            "plan_version": plan[0] if plan else None,
+            "plan_sha256": plan[1] if plan else None,
         }
 
     @property

@@ -54,6 +54,7 @@ ROUTES = [
     ("PUT", "/v1/experiments/fuzz-exp/plan"),
     ("GET", "/v1/experiments/fuzz-exp/plan"),
     ("POST", "/v1/experiments/fuzz-exp/plan/amendments"),
+    ("POST", "/v1/experiments/fuzz-exp/plan/freeze-quintiles"),
     ("GET", "/v1/experiments/fuzz-exp/plan/deviations"),
     ("POST", "/v1/experiments/fuzz-exp/pilot-world"),
     ("GET", "/board"),

@@ -231,6 +231,21 @@ def check_plan(api: Api, keys: dict[str, str], ours: dict[str, str], absent: dic
     api.call("GET", deviations, 404, params=absent)
 
 
+def check_freeze(api: Api, keys: dict[str, str], experiment_id: str) -> None:
+    """``plan freeze-quintiles`` on the study check_plan gave a plan: a dry run, the amendment,
+    then a second freeze refused (the plan fixes the boundaries now)."""
+    freeze = "/v1/experiments/{experiment_id}/plan/freeze-quintiles"
+    ours = {"experiment_id": experiment_id}
+    today = {"until": datetime.now(UTC).date().isoformat()}
+    assert api.call("POST", freeze, 200, params=ours, json={**today, "dry_run": True}).body["plan"] is None
+    api.call("POST", freeze, 403, params=ours, json=today, key=keys["read"])
+    api.call("POST", freeze, 400, params=ours, json={"until": "2026-01-02", "since": "2026-01-03"})
+    api.call("POST", freeze, 409, params=ours, json={"until": "2000-01-01"})
+    assert api.call("POST", freeze, 200, params=ours, json=today).body["plan"]["version"] == 3
+    assert api.call("POST", freeze, 409, params=ours, json=today).body["error"] == "quintiles_frozen"
+    api.call("POST", freeze, 404, params={"experiment_id": "no-such-experiment"}, json=today)
+
+
 def check_reports(api: Api, keys: dict[str, str], experiment_id: str) -> None:
     report, timeline = "/v1/reports/experiment", "/v1/reports/timeline"
     doc = api.call("POST", report, 200, json={"experiment_id": experiment_id, "ranks": 3}).body
@@ -416,6 +431,7 @@ def test_every_v1_route_answers_as_its_document_says(service: Service) -> None:
     post_study(service, TrafficConfig(experiment_id=experiment, seed=11, installs=60), 3000, batch=300)
     check_reports(api, keys, experiment)
     check_pilot_world(api, keys, experiment)
+    check_freeze(api, keys, experiment)
     autocomplete = post_autocomplete(api, service, experiment + "-ac")
     post_personalization(api, service, experiment + "-pers")
     check_board(api, keys, experiment, autocomplete, experiment + "-pers")

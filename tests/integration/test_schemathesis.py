@@ -91,6 +91,7 @@ PLAN_RULES = (
     "at most once",
     "against itself are 0",
     "must not decrease",
+    "leave every out",
 )
 """The analysis plan's rules its operations state in words (ingest/plans.py, the model's)."""
 WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {
@@ -114,6 +115,12 @@ WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {
         "is the baseline",
         "is after until",
     ),
+    ("POST /v1/experiments/{experiment_id}/plan/freeze-quintiles", 400, "bad_request"): (
+        "since is after until",
+    ),
+    # the plan's state and the study's data, as the operation states them
+    ("POST /v1/experiments/{experiment_id}/plan/freeze-quintiles", 409, "no_pilot_data"): ("",),
+    ("POST /v1/experiments/{experiment_id}/plan/freeze-quintiles", 409, "quintiles_frozen"): ("",),
     ("POST /v1/sql", 400, "not_read_only"): ("",),  # a random string is rarely one SELECT
     ("POST /v1/sql", 400, "query_failed"): ("",),
 }

@@ -244,8 +244,29 @@ async def with_quintile_bounds(store: Store, query: ReportQuery) -> ReportQuery:
     report's statements filter on numbers instead of each computing them again (a pass over
     the selection's slices each; bench/README.md, "Figures behind the code"), and the
     report can say which range it counted. A live study's boundaries may move between this read and the next
-    statement; the report then counts the range it states. Other queries: unchanged."""
-    if query.quintile is None or query.quintile_bounds is not None:
+    statement; the report then counts the range it states. Other queries: unchanged.
+
+    When the experiment's plan froze the quintile's family (``studies/arrangement/
+    quintiles.py``), its cut points are the boundaries, the same for the kept and the
+    dropped units, and once the worker keeps them as named subsets (``ready``) a whole-study
+    report reads the study-wide rows, as for ``box`` (issue 38). Boundaries the caller gave
+    other than the frozen ones are kept (and read the per-day rows)."""
+    from studies.arrangement.quintiles import read_frozen
+
+    prefix = query.quintile_prefix
+    if prefix is None:
+        return query
+    _, frozen = await read_frozen(store, [query.experiment_id])
+    found = frozen.get(query.experiment_id)
+    cuts = found.family(prefix) if found is not None else ()
+    if found is not None and cuts and query.quintile_bounds in (None, (cuts, cuts)):
+        return replace(
+            query,
+            quintile_bounds=(cuts, cuts),
+            quintiles_plan=(found.version, found.sha256),
+            quintiles_stored=found.ready,
+        )
+    if query.quintile_bounds is not None:
         return query
     row = (await store.query(query.quintile_bounds_sql(), read_only=True)).rows[0]
     kept, every = (tuple(int(b) for b in bounds) for bounds in row)

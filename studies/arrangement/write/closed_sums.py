@@ -31,6 +31,16 @@ worker, changed it meanwhile; the recompute of those installs starts again); the
 before any row is written. Rows carry their statement's time, so of two recomputes of one
 row the one that read later wins, as in every derived table here. Recomputing is idempotent:
 a replayed batch writes the same rows.
+
+Frozen quintiles (issue 38, ``quintile_context.py``). For an experiment whose plan froze its
+``n_candidates`` quintile boundaries, a page context also holds the page's quintile in each
+family, and every row the plan version of those boundaries (``quintiles_version``). A
+recompute reads the boundaries once per chunk, before the state (the touched contexts'
+hashes depend on them); its statements refuse to write when newer boundaries were stored
+since (``BOUNDS_GUARD``, retried as ``GUARD`` is), a set whose rows follow another version is
+not used (the install is recomputed whole), and the per-subset rows are derived from the
+current version's rows only. New boundaries recompute the whole experiment once
+(``quintile_rekey.py``).
 """
 
 from __future__ import annotations
@@ -44,7 +54,8 @@ from schemas.sql import quote
 from studies.arrangement.tables import CLOSED as TABLE
 from studies.arrangement.tables import DAY_S, GRACE_S, SLICE_S
 from studies.arrangement.write import slice_rows
-from studies.arrangement.write.slice_rows import AGE_CAP, INSTALL_COLUMNS, SUBSET_COLUMNS, subsets_select_sql
+from studies.arrangement.write.quintile_context import BOUNDS_GUARD, NO_QUINTILES, QuintileContext
+from studies.arrangement.write.slice_rows import AGE_CAP, SUBSET_COLUMNS, subsets_select_sql
 
 # A day is closed GRACE_S after it ends, by the newest slice seen (migration 0034 says the
 # same): live events land in the slice of their arrival, so only a replay or an import adds
@@ -60,12 +71,21 @@ InstallKey = tuple[str, str, str]  # experiment_id, engine, install_id
 SliceKey = tuple[str, str, int]  # experiment_id, engine, slice start (unix seconds)
 
 KEY = "experiment_id, engine, install_id"
-CONTEXT = "arm, install_age_days, identified, ads_present, box_present, ssr_c1_c2"
+CONTEXT = (
+    "arm, install_age_days, identified, ads_present, box_present, ssr_c1_c2, n_candidates_quintile, "
+    "no_ads_no_box_quintile"
+)
+"""A page context: the frozen quintiles' columns are 0 unless the experiment's plan froze them
+(``quintile_context.py``); a set's rows follow one version of the boundaries."""
 SUMS = (
     "units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, later_units, "
     "later_impressions"
 )
-CLOSED_COLUMNS = f"{KEY}, {CONTEXT}, {SUMS}, first_slice, last_slice, through, stale, computed_at"
+CLOSED_COLUMNS = (
+    f"{KEY}, {CONTEXT}, {SUMS}, first_slice, last_slice, through, stale, computed_at, quintiles_version"
+)
+INSTALL_COLUMNS = f"{KEY}, {CONTEXT}, {SUMS}, first_slice, last_slice, computed_at, quintiles_version"
+"""The study-wide rows' columns as this module writes them."""
 NO_STAMP = "1970-01-01 00:00:00.000000"
 NEVER = 2**32 - 1
 """The newest DateTime (2106): "no slice touched"."""
@@ -139,9 +159,10 @@ class Plan:
         sums: bool = True,
     ) -> Plan:
         """``has_rows``: the install has rows in the table (a set, or part of one);
-        ``whole``: they are a whole set, not stale; ``oldest_touch``: the oldest of its
-        slices the batch touched; ``touched`` and ``subsets``: its contexts there;
-        ``sums``: its set has rows besides the header."""
+        ``whole``: they are a whole set, not stale, following the experiment's current
+        quintile boundaries; ``oldest_touch``: the oldest of its slices the batch touched;
+        ``touched`` and ``subsets``: its contexts there; ``sums``: its set has rows besides
+        the header."""
         valid = (not has_rows or whole) and oldest_touch >= through
         action = not valid or (has_rows and through < target)
         return cls(
@@ -158,9 +179,13 @@ class Plan:
 
 
 def plans_of(
-    installs: Iterable[InstallKey], rows: Iterable[Sequence[object]], targets: Mapping[tuple[str, str], int]
+    installs: Iterable[InstallKey],
+    rows: Iterable[Sequence[object]],
+    targets: Mapping[tuple[str, str], int],
+    quintiles: QuintileContext = NO_QUINTILES,
 ) -> list[Plan]:
-    """The plans of ``installs`` from the rows of ``state_sql``."""
+    """The plans of ``installs`` from the rows of ``state_sql``: a set whose rows follow
+    other quintile boundaries than ``quintiles`` (an older version's) is not used."""
     found = {(str(r[0]), str(r[1]), str(r[2])): r[3:] for r in rows}
     plans = []
     for key in installs:
@@ -170,13 +195,15 @@ def plans_of(
             continue
         through, has_rows, whole, oldest, sums = (int(str(v)) for v in found[key][:5])
         touched, subsets = ([int(str(h)) for h in v] if isinstance(v, list) else [] for v in found[key][5:7])
+        lowest, highest = (int(str(v)) for v in found[key][7:9]) if len(found[key]) > 8 else (0, 0)
+        current = lowest == highest == quintiles.version_of(key[0])
         plans.append(
             Plan.of(
                 key,
                 target,
                 through=through,
                 has_rows=bool(has_rows),
-                whole=bool(whole),
+                whole=bool(whole) and current,
                 oldest_touch=oldest,
                 touched=touched,
                 subsets=subsets,
@@ -235,26 +262,27 @@ def _guard(lists: _Lists, since: str) -> str:
     )
 
 
-def _touched_sql(slices: Collection[SliceKey], match: str) -> str:
+def _touched_sql(slices: Collection[SliceKey], match: str, quintiles: QuintileContext) -> str:
     """The rows of the installs ``match`` selects in the ``slices`` a batch touched (an
     empty query without slices), with the page context capped."""
     if not slices:
-        return f"SELECT {KEY}, {_slice_context()}, slice_start FROM agg_arrangement_10s WHERE 0"
+        return f"SELECT {KEY}, {_slice_context(quintiles)}, slice_start FROM agg_arrangement_10s WHERE 0"
     lo = min(s for _, _, s in slices)
     hi = max(s for _, _, s in slices) + SLICE_S
     listed = ", ".join(f"({quote(e)}, {quote(g)}, {int(s)})" for e, g, s in sorted(slices))
     return f"""
-    SELECT {KEY}, {_slice_context()}, slice_start
+    SELECT {KEY}, {_slice_context(quintiles)}, slice_start
     FROM agg_arrangement_10s
     WHERE {match} AND slice_start >= toDateTime({lo}, 'UTC') AND slice_start < toDateTime({hi}, 'UTC')
       AND (experiment_id, engine, toUInt32(slice_start)) IN ({listed})"""
 
 
-def _slice_context() -> str:
-    """A slice row's page context as the study-wide rows key it (age capped)."""
+def _slice_context(quintiles: QuintileContext) -> str:
+    """A slice row's page context as the study-wide rows key it (age capped, the frozen
+    quintiles of its bucket)."""
     return (
         f"arm, toUInt8(least(install_age_days, {AGE_CAP})) AS install_age_days, identified, ads_present, "
-        "box_present, ssr_c1_c2"
+        f"box_present, ssr_c1_c2, {quintiles.context_sql()}"
     )
 
 
@@ -265,11 +293,12 @@ def _set_rows(match: str) -> str:
         FROM {TABLE} FINAL WHERE {match} AND arm != ''"""
 
 
-def _slice_rows(match: str) -> str:
+def _slice_rows(match: str, quintiles: QuintileContext) -> str:
     """The slices (read with FINAL) ``match`` selects, as rows of a set: context capped,
     sums as UInt64."""
     return f"""
-        SELECT {KEY}, {_slice_context()}, toUInt64(units) AS units, toUInt64(impressions) AS impressions,
+        SELECT {KEY}, {_slice_context(quintiles)}, toUInt64(units) AS units,
+               toUInt64(impressions) AS impressions,
                arrayMap(x -> toUInt64(x), clicks) AS clicks, toUInt64(clicks_ad) AS clicks_ad,
                toUInt64(clicks_box) AS clicks_box, toUInt64(clicks_ssr) AS clicks_ssr,
                toUInt64(clicks_other) AS clicks_other, toUInt64(later_units) AS later_units,
@@ -285,11 +314,14 @@ def _between(lo: int | None, hi: int | None) -> str:
     return " AND ".join(bounds) or "1"
 
 
-def state_sql(installs: Sequence[InstallKey], slices: Collection[SliceKey]) -> str:
+def state_sql(
+    installs: Sequence[InstallKey], slices: Collection[SliceKey], quintiles: QuintileContext = NO_QUINTILES
+) -> str:
     """Per install of ``installs`` with rows in the table or in the ``slices`` a batch
     touched: its set's ``through``, whether it has rows and is a whole set (``WHOLE_SQL``),
     the oldest of those slices (``NEVER``: none), whether its set has rows besides the header,
-    and its page contexts in those slices (``HASH_SQL``, ``SUBSET_HASH_SQL``); with the
+    its page contexts in those slices (``HASH_SQL``, ``SUBSET_HASH_SQL``, with the
+    ``quintiles``) and the lowest and highest quintile version of its set's rows; with the
     store's time as a last column (taken before anything the recompute writes)."""
     lists = _Lists()
     match = lists.match(installs)
@@ -297,26 +329,29 @@ def state_sql(installs: Sequence[InstallKey], slices: Collection[SliceKey]) -> s
     return f"""
 {lists.with_clause()}
 SELECT {KEY}, toUInt32(max(through)), max(has_rows), min(whole), toUInt32(min(oldest)), max(sums),
-       groupArrayArray(touched), groupArrayArray(subsets), toString(now64(6, 'UTC'))
+       groupArrayArray(touched), groupArrayArray(subsets), min(lowest), max(highest),
+       toString(now64(6, 'UTC'))
 FROM (
     SELECT {KEY}, max(through) AS through, toUInt8(1) AS has_rows, {WHOLE_SQL} AS whole,
            toDateTime({NEVER}, 'UTC') AS oldest, toUInt8(countIf(arm != '') > 0) AS sums,
-           {none} AS touched, {none} AS subsets
+           {none} AS touched, {none} AS subsets, min(quintiles_version) AS lowest,
+           max(quintiles_version) AS highest
     FROM {TABLE} FINAL WHERE {match} GROUP BY {KEY}
     UNION ALL
     SELECT {KEY}, toDateTime(0, 'UTC'), toUInt8(0), toUInt8(1), min(slice_start), toUInt8(0),
-           groupUniqArray({HASH_SQL}), groupUniqArray({SUBSET_HASH_SQL})
-    FROM ({_touched_sql(slices, match)}) GROUP BY {KEY}
+           groupUniqArray({HASH_SQL}), groupUniqArray({SUBSET_HASH_SQL}), toUInt32({NEVER}), toUInt32(0)
+    FROM ({_touched_sql(slices, match, quintiles)}) GROUP BY {KEY}
 )
 GROUP BY {KEY}
 """
 
 
-def installs_sql(plans: Sequence[Plan], since: str) -> str:
+def installs_sql(plans: Sequence[Plan], since: str, quintiles: QuintileContext = NO_QUINTILES) -> str:
     """The study-wide rows of the page contexts a batch touched (``Plan.touched``) of the
     installs with valid ``plans``: each their set's sums plus their slices from ``through``
     on (one branch per ``through``). Fails with ``GUARD`` before writing if one of the sets
-    was written after ``since``."""
+    was written after ``since`` (``BOUNDS_GUARD``: new quintile boundaries since
+    ``quintiles`` were read)."""
     if not all(p.valid for p in plans) or not any(p.touched for p in plans):
         raise ValueError("installs_sql takes valid plans with the contexts a batch touched")
     lists = _Lists()
@@ -325,24 +360,24 @@ def installs_sql(plans: Sequence[Plan], since: str) -> str:
         by_through[plan.through].append(plan.key)
     sources = []
     for through, keys in sorted(by_through.items()):
-        sources.append(_slice_rows(f"{lists.match(keys)} AND {_between(through, None)}"))
+        sources.append(_slice_rows(f"{lists.match(keys)} AND {_between(through, None)}", quintiles))
     if with_sums := [p.key for p in plans if p.sums]:
         sources.append(_set_rows(lists.match(with_sums)))
     touched = ", ".join(str(h) for p in plans for h in p.touched)
     guard = _guard(lists, since)
     return f"""
 INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS})
-{lists.with_clause(guard, f"[{touched}] AS touched")}
+{lists.with_clause(guard, *quintiles.guard_with(), f"[{touched}] AS touched")}
 SELECT {KEY}, {CONTEXT}, sum(units), sum(impressions), sumForEach(clicks), sum(clicks_ad), sum(clicks_box),
        sum(clicks_ssr), sum(clicks_other), sum(later_units), sum(later_impressions), min(first_slice),
-       max(last_slice), now64(6)
+       max(last_slice), now64(6), {quintiles.version_sql()}
 FROM ({" UNION ALL ".join(sources)})
-WHERE refused = 0 AND {HASH_SQL} IN touched
+WHERE refused = 0 AND {quintiles.guard_where()} AND {HASH_SQL} IN touched
 GROUP BY {KEY}, {CONTEXT}
 """
 
 
-def closed_sql(plans: Sequence[Plan], since: str) -> str:
+def closed_sql(plans: Sequence[Plan], since: str, quintiles: QuintileContext = NO_QUINTILES) -> str:
     """The new sets of the ``plans`` that say so (``action``), each with its header: a valid
     set plus the install's slices from its ``through`` up to ``t_new`` (an advance), or all of
     the install's slices before ``t_new`` (a rebuild). Fails with ``GUARD`` before writing if
@@ -360,28 +395,28 @@ def closed_sql(plans: Sequence[Plan], since: str) -> str:
         new = f"toDateTime({t_new}, 'UTC') AS t_new"
         if advance:
             sources.append(f"SELECT *, {new} FROM ({_set_rows(match)})")
-        slices = _slice_rows(f"{match} AND {_between(through if advance else None, t_new)}")
+        slices = _slice_rows(f"{match} AND {_between(through if advance else None, t_new)}", quintiles)
         sources.append(f"SELECT *, {new} FROM ({slices})")
         sources.append(
             f"""
-        SELECT {KEY}, '', 0, 0, 0, 0, 0, 0, 0, CAST([], 'Array(UInt64)'), 0, 0, 0, 0, 0, 0,
+        SELECT {KEY}, '', 0, 0, 0, 0, 0, 0, 0, 0, 0, CAST([], 'Array(UInt64)'), 0, 0, 0, 0, 0, 0,
                toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), {new}
         FROM ({" UNION ALL ".join(lists.rows)})"""
         )
     guard = _guard(lists, since)
     return f"""
 INSERT INTO {TABLE} ({CLOSED_COLUMNS})
-{lists.with_clause(guard)}
+{lists.with_clause(guard, *quintiles.guard_with())}
 SELECT {KEY}, {CONTEXT}, sum(units), sum(impressions), sumForEach(clicks), sum(clicks_ad), sum(clicks_box),
        sum(clicks_ssr), sum(clicks_other), sum(later_units), sum(later_impressions), min(first_slice),
-       max(last_slice), any(t_new), toUInt8(0), now64(6)
+       max(last_slice), any(t_new), toUInt8(0), now64(6), {quintiles.version_sql()}
 FROM ({" UNION ALL ".join(sources)})
-WHERE refused = 0
+WHERE refused = 0 AND {quintiles.guard_where()}
 GROUP BY {KEY}, {CONTEXT}
 """
 
 
-def subsets_sql(plans: Sequence[Plan]) -> str:
+def subsets_sql(plans: Sequence[Plan], quintiles: QuintileContext = NO_QUINTILES) -> str:
     """The per-subset rows of the ``plans``' installs, from their study-wide rows (run right
     after those): every (arm, age, identified) of an install recomputed whole, those of the
     contexts the batch touched (``Plan.subsets``) of the others."""
@@ -394,8 +429,9 @@ def subsets_sql(plans: Sequence[Plan]) -> str:
     if not parts:
         raise ValueError("no per-subset rows to recompute")
     subsets = ", ".join(str(h) for p in valid for h in p.subsets)
-    select = subsets_select_sql(" OR ".join(parts))
-    with_clause = lists.with_clause(f"[{subsets}] AS subsets") if valid else lists.with_clause()
+    select = subsets_select_sql(" OR ".join(parts), quintiles)
+    more = [*quintiles.guard_with(), *([f"[{subsets}] AS subsets"] if valid else [])]
+    with_clause = lists.with_clause(*more)
     return f"INSERT INTO agg_arrangement_install_subset ({SUBSET_COLUMNS})\n{with_clause}" + select
 
 
@@ -415,11 +451,26 @@ def stale_sql(experiment_id: str, engine: str, lo: int, hi: int) -> str:
     [lo, hi) (unix seconds): a header newer than its rows, with ``stale = 1``."""
     return f"""
 INSERT INTO {TABLE} ({CLOSED_COLUMNS})
-SELECT DISTINCT experiment_id, engine, install_id, '', 0, 0, 0, 0, 0, 0, 0, CAST([], 'Array(UInt64)'), 0, 0,
-       0, 0, 0, 0, toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), 1, now64(6)
+SELECT DISTINCT experiment_id, engine, install_id, '', 0, 0, 0, 0, 0, 0, 0, 0, 0, CAST([], 'Array(UInt64)'),
+       0, 0, 0, 0, 0, 0, toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), 1, now64(6), 0
 FROM raw_extension_events
 WHERE experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}
   AND received_at >= toDateTime64({int(lo)}, 3, 'UTC') AND received_at < toDateTime64({int(hi)}, 3, 'UTC')
+"""
+
+
+def stale_slices_sql(experiment_id: str, engine: str, install_ids: Collection[str] | None = None) -> str:
+    """Mark stale the set of every install (of ``install_ids``; None: every one) with slices of
+    one experiment and engine: what new quintile boundaries do (``quintile_rekey.py``)."""
+    only = ""
+    if install_ids is not None:
+        only = f" AND install_id IN ({', '.join(quote(i) for i in sorted(install_ids)) or quote('')})"
+    return f"""
+INSERT INTO {TABLE} ({CLOSED_COLUMNS})
+SELECT DISTINCT experiment_id, engine, install_id, '', 0, 0, 0, 0, 0, 0, 0, 0, 0, CAST([], 'Array(UInt64)'),
+       0, 0, 0, 0, 0, 0, toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), toDateTime(0, 'UTC'), 1, now64(6), 0
+FROM agg_arrangement_10s
+WHERE experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}{only}
 """
 
 
@@ -459,7 +510,8 @@ async def recompute(
                 await _recompute_chunk(store, chunk, slices, targets, background)
                 break
             except StoreError as exc:
-                if GUARD not in str(exc) or attempt == MAX_ROUNDS - 1:
+                refused = GUARD in str(exc) or BOUNDS_GUARD in str(exc)
+                if not refused or attempt == MAX_ROUNDS - 1:
                     raise
 
 
@@ -487,21 +539,23 @@ async def _recompute_chunk(
     targets: Mapping[tuple[str, str], int],
     background: bool,
 ) -> None:
-    state = await store.query(state_sql(installs, slices), read_only=True)  # beside the batches
+    # the boundaries first: the touched contexts' hashes include the quintiles
+    quintiles = await QuintileContext.read(store, {key[0] for key in installs})
+    state = await store.query(state_sql(installs, slices, quintiles), read_only=True)  # beside the batches
     since = str(state.rows[0][-1]) if state.rows else None
     if since is None:
         since = str((await store.query("SELECT toString(now64(6, 'UTC'))", read_only=True)).rows[0][0])
-    plans = plans_of(installs, (r[:-1] for r in state.rows), targets)
+    plans = plans_of(installs, (r[:-1] for r in state.rows), targets, quintiles)
     if fresh := [p for p in plans if not p.has_set and p.t_new > 0]:  # their first set, once due
         older = await store.query(older_slices_sql(fresh), read_only=True)
         older_keys = {(str(e), str(g), str(i)) for e, g, i in older.rows}
         plans = [replace(p, action=True) if p.key in older_keys else p for p in plans]
     for part in _portions([p for p in plans if p.valid and p.touched], lambda p: len(p.touched)):
-        await store.execute(installs_sql(part, since), background=background)
+        await store.execute(installs_sql(part, since, quintiles), background=background)
     if whole := [p.key for p in plans if not p.valid]:
-        await store.execute(slice_rows.installs_sql(whole), background=background)
+        await store.execute(slice_rows.installs_sql(whole, quintiles), background=background)
     for part in _portions([p for p in plans if not p.valid or p.subsets], lambda p: len(p.subsets)):
-        await store.execute(subsets_sql(part), background=background)
+        await store.execute(subsets_sql(part, quintiles), background=background)
     if any(p.action for p in plans):  # and a first set for every install without one
         due = [replace(p, action=True) if not p.has_set and p.t_new > 0 else p for p in plans]
-        await store.execute(closed_sql(due, since), background=background)
+        await store.execute(closed_sql(due, since, quintiles), background=background)

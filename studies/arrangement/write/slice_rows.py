@@ -26,6 +26,8 @@ from studies.arrangement.counting import (
 )
 from studies.arrangement.tables import AGE_CAP, SLICE_S
 from studies.arrangement.tables import MAX_RANKS as MAX_RANK
+from studies.arrangement.write import quintile_context
+from studies.arrangement.write.quintile_context import NO_QUINTILES, QuintileContext
 
 COLUMNS = (
     "experiment_id, install_id, slice_start, engine, arm, install_age_days, identified, ads_present, "
@@ -81,23 +83,35 @@ INSTALL_COLUMNS = (
     "ssr_c1_c2, units, impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, "
     "later_units, later_impressions, first_slice, last_slice, computed_at"
 )
+QUINTILE_COLUMNS = f"{quintile_context.COLUMNS}, quintiles_version"
+"""Written after ``INSTALL_COLUMNS`` by the worker's statements (issue 38: 0 when the
+experiment's quintiles are not frozen, the columns' default)."""
 
 
-def installs_select_sql(where: str) -> str:
-    """The study-wide rows of the installs ``where`` selects, summed from their slices."""
+def installs_select_sql(where: str, quintiles: QuintileContext = NO_QUINTILES) -> str:
+    """The study-wide rows of the installs ``where`` selects, summed from their slices,
+    in ``INSTALL_COLUMNS, QUINTILE_COLUMNS`` order (``quintiles``: the frozen quintiles'
+    context and the guard of their boundaries, in the WITH clause this opens)."""
+    with_clause = f"WITH {', '.join(guard)}\n" if (guard := quintiles.guard_with()) else ""
     return f"""
-SELECT experiment_id, engine, install_id, arm,
+{with_clause}SELECT experiment_id, engine, install_id, arm,
        toUInt8(least(install_age_days, {AGE_CAP})) AS age, identified, ads_present, box_present,
        ssr_c1_c2, sum(units), sum(impressions), arrayMap(x -> toUInt64(x), sumForEach(clicks)),
        sum(clicks_ad), sum(clicks_box), sum(clicks_ssr), sum(clicks_other),
-       sum(later_units), sum(later_impressions), min(slice_start), max(slice_start), now64(6)
+       sum(later_units), sum(later_impressions), min(slice_start), max(slice_start), now64(6),
+       {quintiles.context_sql()}, {quintiles.version_sql()}
 FROM agg_arrangement_10s FINAL
-WHERE {where}
-GROUP BY experiment_id, engine, install_id, arm, age, identified, ads_present, box_present, ssr_c1_c2
+WHERE ({where}) AND {quintiles.guard_where()}
+GROUP BY experiment_id, engine, install_id, arm, age, identified, ads_present, box_present, ssr_c1_c2,
+         n_candidates_quintile, no_ads_no_box_quintile
 """
 
 
-def installs_sql(keys: Collection[tuple[str, str, str]]) -> str:
+def _insert_installs(select: str) -> str:
+    return f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS}, {QUINTILE_COLUMNS})" + select
+
+
+def installs_sql(keys: Collection[tuple[str, str, str]], quintiles: QuintileContext = NO_QUINTILES) -> str:
     """Recompute the study-wide rows of every (experiment, engine, install) in ``keys``
     whole from that install's slices (run after the slices it touched are recomputed)."""
     if not keys:
@@ -105,48 +119,60 @@ def installs_sql(keys: Collection[tuple[str, str, str]]) -> str:
     pairs = ", ".join(sorted({f"({quote(e)}, {quote(i)})" for e, _, i in keys}))
     triples = ", ".join(f"({quote(e)}, {quote(g)}, {quote(i)})" for e, g, i in keys)
     where = f"(experiment_id, install_id) IN ({pairs}) AND (experiment_id, engine, install_id) IN ({triples})"
-    return f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS})" + installs_select_sql(where)
+    return _insert_installs(installs_select_sql(where, quintiles))
 
 
-def experiment_installs_sql(experiment_id: str, engine: str) -> str:
+def experiment_installs_sql(
+    experiment_id: str, engine: str, quintiles: QuintileContext = NO_QUINTILES
+) -> str:
     """Recompute the study-wide rows of every install of one experiment and engine (after
     a bulk import has recomputed its slices)."""
     where = f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
-    return f"INSERT INTO agg_arrangement_install ({INSTALL_COLUMNS})" + installs_select_sql(where)
+    return _insert_installs(installs_select_sql(where, quintiles))
 
 
 SUBSET_COLUMNS = (
     "experiment_id, engine, subset, install_id, arm, install_age_days, identified, units, "
     "impressions, clicks, clicks_ad, clicks_box, clicks_ssr, clicks_other, later_units, "
-    "later_impressions, computed_at"
+    "later_impressions, computed_at, quintiles_version"
 )
 
 
-def subsets_select_sql(where: str) -> str:
+def subsets_select_sql(where: str, quintiles: QuintileContext = NO_QUINTILES) -> str:
     """The per-subset study-wide rows of the installs ``where`` selects, summed from their
-    study-wide rows (so run right after those are recomputed)."""
+    study-wide rows (so run right after those are recomputed): those that follow the
+    experiment's current quintile boundaries only (rows of older ones are deleted once the
+    experiment is recomputed with the new; ``write/quintile_rekey.py``), with the frozen
+    quintile subsets among the named ones. Needs the caller's WITH clause to hold
+    ``quintiles.guard_with()``."""
+    version = quintiles.version_sql()
     return f"""
 SELECT experiment_id, engine, subset, install_id, arm, install_age_days, identified,
        sum(units), sum(impressions), arrayMap(x -> toUInt64(x), sumForEach(clicks)),
        sum(clicks_ad), sum(clicks_box), sum(clicks_ssr), sum(clicks_other), sum(later_units),
-       sum(later_impressions), now64(6)
+       sum(later_impressions), now64(6), {version}
 FROM agg_arrangement_install FINAL
-ARRAY JOIN {subsets_array_sql()} AS subset
-WHERE {where}
+ARRAY JOIN {subsets_array_sql(quintiles=True)} AS subset
+WHERE ({where}) AND quintiles_version = {version} AND {quintiles.guard_where()}
 GROUP BY experiment_id, engine, subset, install_id, arm, install_age_days, identified
 """
 
 
-def subsets_sql(keys: Collection[tuple[str, str, str]]) -> str:
+def _insert_subsets(select: str, quintiles: QuintileContext) -> str:
+    with_clause = f"\nWITH {', '.join(guard)}" if (guard := quintiles.guard_with()) else ""
+    return f"INSERT INTO agg_arrangement_install_subset ({SUBSET_COLUMNS}){with_clause}" + select
+
+
+def subsets_sql(keys: Collection[tuple[str, str, str]], quintiles: QuintileContext = NO_QUINTILES) -> str:
     """Recompute the per-subset rows of every (experiment, engine, install) in ``keys``."""
     if not keys:
         raise ValueError("no keys to recompute")
     triples = ", ".join(f"({quote(e)}, {quote(g)}, {quote(i)})" for e, g, i in keys)
     where = f"(experiment_id, engine, install_id) IN ({triples})"
-    return f"INSERT INTO agg_arrangement_install_subset ({SUBSET_COLUMNS})" + subsets_select_sql(where)
+    return _insert_subsets(subsets_select_sql(where, quintiles), quintiles)
 
 
-def experiment_subsets_sql(experiment_id: str, engine: str) -> str:
+def experiment_subsets_sql(experiment_id: str, engine: str, quintiles: QuintileContext = NO_QUINTILES) -> str:
     """Recompute the per-subset rows of one experiment and engine (after a bulk import)."""
     where = f"experiment_id = {quote(experiment_id)} AND engine = {quote(engine)}"
-    return f"INSERT INTO agg_arrangement_install_subset ({SUBSET_COLUMNS})" + subsets_select_sql(where)
+    return _insert_subsets(subsets_select_sql(where, quintiles), quintiles)
