@@ -282,24 +282,24 @@ def run_study(
         ),
         f"variance-reduced sandwich, t({world.installs - 1})": 2 * student_t.sf(t_vr, world.installs - 1),
     }
+    df_label = {
+        "installs": "t(G-1)",
+        "bell-mccaffrey": "Bell-McCaffrey df",
+        "bell-mccaffrey-slopes": "BM df, slopes",
+    }
     for se in family_tests.SE_METHODS:
-        inf = family_tests.gap_inference(units, clicks, se=se, df="bell-mccaffrey")
-        red = family_tests.gap_inference(
-            units, clicks, se=se, df="bell-mccaffrey", control_sums=table.control_sums
-        )
         for df_name in family_tests.DF_METHODS:
-            label = f"{se}, {'t(G-1)' if df_name == 'installs' else 'Bell-McCaffrey df'}"
-            nu = (
-                np.full_like(inf.df["delta"], inf.installs - 1.0)
-                if df_name == "installs"
-                else inf.df["delta"]
+            inf = family_tests.gap_inference(units, clicks, se=se, df=df_name)
+            red = family_tests.gap_inference(
+                units, clicks, se=se, df=df_name, control_sums=table.control_sums
             )
-            alternatives[label] = family_tests.t_p_values(inf.estimate["delta"], inf.se["delta"], nu)[
-                fam
-            ].ravel()
-            q = student_t.isf(0.025, nu)
+            label = f"{se}, {df_label[df_name]}"
+            alternatives[label] = family_tests.t_p_values(
+                inf.estimate["delta"], inf.se["delta"], inf.df["delta"]
+            )[fam].ravel()
             for kind, res in (("plain", inf), ("reduced", red)):
-                mid, half = res.estimate["delta"][fam], (q * res.se["delta"])[fam]
+                half = (student_t.isf(0.025, res.df["delta"]) * res.se["delta"])[fam]
+                mid = res.estimate["delta"][fam]
                 tally.add(f"{kind} {label}", (mid - half <= truth) & (truth <= mid + half), 2 * half)
     if aux is not None:
         for kind in ("rademacher", "webb"):
@@ -426,7 +426,7 @@ def summarise(label: str, tally: Tally, studies: int) -> list[str]:
         )
     bw = np.array(tally.width["beta1 swap_1_2 adjusted"]) / np.array(tally.width["beta1 swap_1_2 plain"])
     lines.append(f"median width ratio beta1 swap_1_2 adjusted / plain: {np.median(bw):.3f}")
-    chosen = "jackknife, Bell-McCaffrey df"
+    chosen = "jackknife, BM df, slopes"
     ratio = np.array(tally.width[f"reduced {chosen}"]) / np.array(tally.width[f"plain {chosen}"])
     bj = np.array(tally.width["beta1 swap_1_2 reduced, jackknife"]) / np.array(
         tally.width["beta1 swap_1_2 plain, jackknife"]

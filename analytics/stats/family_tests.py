@@ -40,13 +40,15 @@ SE_METHODS = ("cr1", "cr2", "jackknife")
 cr2: Bell & McCaffrey's bias-reduced sandwich, each residual sum scaled by
 (1 - h_gb)^(-1/2); jackknife: leave one install out, (G - 1)/G x sum of squared deviations
 of the G estimates (for a gap, CR3's residual scaling 1/(1 - h_gb), centred)."""
-DF_METHODS = ("installs", "bell-mccaffrey")
+DF_METHODS = ("installs", "bell-mccaffrey", "bell-mccaffrey-slopes")
 """installs: Student's t with G - 1 degrees of freedom; bell-mccaffrey: Satterthwaite's
-df of the variance estimate under a working model of independent queries (``_bm_df``)."""
+df of the variance estimate under a working model of independent queries (``_bm_df``);
+bell-mccaffrey-slopes: the same with installs' own gaps varying, their variance estimated
+from the data (``gap_slopes``)."""
 
 SE = "jackknife"
 """The standard error ``family_tests`` and ``reduced_estimates`` use by default."""
-DF = "bell-mccaffrey"
+DF = "bell-mccaffrey-slopes"
 """Their reference df by default. Why this pair: ``bench/README.md``, "Issue 38"."""
 
 
@@ -86,29 +88,65 @@ def _bm_df(
     scale: np.ndarray,
     c: tuple[np.ndarray, np.ndarray],
     b: int,
+    slope: np.ndarray | None = None,
 ) -> np.ndarray:
     """Bell & McCaffrey's (2002) Satterthwaite df [arm, rank] of V = sum_g (sum_j c_j s_gj
-    e_gj / N_j)^2 (j the arm and the baseline), under the working model of independent
-    queries with variance R_j (1 - R_j). V is then a quadratic form e' M e with
-    M_gh = sum_j c_j^2 sigma_j^2 s_gj s_hj / N_j^2 (n_gj 1{g = h} - n_gj n_hj / N_j): a
-    diagonal minus one rank-one term per arm, so tr M and ||M||_F^2 have closed forms and
-    df = (tr M)^2 / ||M||_F^2 needs no G x G matrix. Equal installs give G - 1; uneven ones
-    about (sum n_g)^2 / sum n_g^2, the installs that effectively carry the estimate."""
-    sigma = np.sqrt(np.clip(ratio * (1 - ratio), 0, None))  # [arm, rank]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        parts = []
-        for coef, col in ((c[0], slice(None)), (c[1], slice(b, b + 1))):
-            s_j, u_j, n_j = scale[:, col, None], u[:, col, None], n[col, None]
-            sig = sigma[col][None]
-            d_j = coef[None] ** 2 * sig**2 * s_j**2 * u_j / n_j**2
-            x_j = coef[None] * sig * s_j * u_j / n_j**1.5
-            parts.append((d_j, x_j))
-        d = parts[0][0] + parts[1][0]  # [install, arm, rank]
-        xa, x0 = parts[0][1], parts[1][1]
-        xa2, x00, xa0 = (xa**2).sum(0), (x0**2).sum(0), (xa * x0).sum(0)
-        trace = d.sum(0) - xa2 - x00
-        frob = (d**2).sum(0) - 2 * (d * xa**2).sum(0) - 2 * (d * x0**2).sum(0) + xa2**2 + x00**2 + 2 * xa0**2
+    e_gj / N_j)^2 (j the arm and the baseline) under a working model: independent queries
+    with variance sigma_j^2 = R_j (1 - R_j) and, with ``slope`` (tau^2 / sigma_a^2 [arm,
+    rank]), installs' own gaps varying with variance tau^2 (a random slope on the arm), so
+    install g's residual sum in arm j has variance m_gj = sigma_j^2 (n_gj + r_j n_gj^2),
+    r_a = slope and r_0 = 0.
+
+    V is a quadratic form in the residuals; its Satterthwaite df is (tr M)^2 / ||M||_F^2 for
+    the G x G matrix M_gh = sum_j alpha_gj alpha_hj (m_gj 1{g = h} - (n_gj m_hj + m_gj n_hj)
+    / N_j + n_gj n_hj S_j / N_j^2), alpha_gj = c_j s_gj / N_j, S_j = sum_g m_gj: a diagonal
+    plus three rank-one terms per arm, so tr M and ||M||_F^2 have closed forms and no G x G
+    matrix is formed. Equal installs give G - 1; uneven ones about (sum n_g)^2 / sum n_g^2
+    without slopes, fewer with them (installs with many units then weigh as n_g^2)."""
+    var = np.clip(ratio * (1 - ratio), 0, None)  # [arm, rank]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        diag = 0.0
+        terms: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (lambda, p, q): lambda p q'
+        for coef, col, r in ((c[0], slice(None), slope), (c[1], slice(b, b + 1), None)):
+            u_j, n_j = u[:, col, None], n[col, None]
+            m_j = var[col][None] * (u_j + (0 if r is None else r[None] * u_j**2))
+            alpha = coef[None] * scale[:, col, None] / n_j
+            a_j, b_j = alpha * m_j, alpha * u_j  # [install, arm, rank]
+            diag = diag + alpha**2 * m_j
+            total = m_j.sum(axis=0)
+            terms += [(-1 / n_j, a_j, b_j), (-1 / n_j, b_j, a_j), (total / n_j**2, b_j, b_j)]
+        trace = diag.sum(axis=0) + sum(lam * (p * q).sum(axis=0) for lam, p, q in terms)
+        frob = (diag**2).sum(axis=0) + 2 * sum(lam * (diag * p * q).sum(axis=0) for lam, p, q in terms)
+        for lk, pk, qk in terms:
+            for ll, pl, ql in terms:
+                frob = frob + lk * ll * (pk * pl).sum(axis=0) * (qk * ql).sum(axis=0)
         return np.where(frob > 0, trace**2 / np.where(frob > 0, frob, 1), np.nan)
+
+
+def gap_slopes(units: np.ndarray, clicks: np.ndarray, baseline: int = 0) -> np.ndarray:
+    """tau^2 / (R_a (1 - R_a)) [arm, rank]: the variance of installs' own gaps
+    y_ga / n_ga - y_g0 / n_g0 beyond their binomial noise, by DerSimonian & Laird's method of
+    moments over the installs with units in both arms (weights 1/v_g, v_g = R_a (1 - R_a) /
+    n_ga + R_0 (1 - R_0) / n_g0; floored at 0). An install's level cancels in its own gap,
+    so this is the spread of effects alone: ~0 where the arm does the same to everyone."""
+    u, y = vr._arrays(units, clicks)
+    n = u.sum(axis=0)
+    ratio = vr._ratio(y.sum(axis=0), n[:, None])
+    var = ratio * (1 - ratio)
+    base = slice(baseline, baseline + 1)
+    both = ((u > 0) & (u[:, base] > 0))[:, :, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        own = np.where(both, y / u[:, :, None] - (y[:, base] / u[:, base, None]), 0.0)
+        v = var[None] / u[:, :, None] + var[None, base] / u[:, base, None]
+        w = np.where(both & (v > 0), 1 / v, 0.0)
+        sw = w.sum(axis=0)
+        mean = (w * own).sum(axis=0) / sw
+        q = (w * (own - mean) ** 2).sum(axis=0)
+        k = both.sum(axis=0)
+        tau2 = np.maximum(0.0, (q - (k - 1)) / (sw - (w**2).sum(axis=0) / sw))
+        out = np.where((k >= 2) & (var > 0), tau2 / var, 0.0)
+    out[baseline] = 0.0
+    return np.nan_to_num(out)
 
 
 def gap_inference(
@@ -155,6 +193,7 @@ def gap_inference(
             "cr2": 1 / np.sqrt(np.clip(1 - h, 0, None)),
             "jackknife": 1 / (1 - h),
         }
+    slopes = gap_slopes(u, y, baseline) if df == "bell-mccaffrey-slopes" else None
     estimate, spread, dfs = {}, {}, {}
     with np.errstate(invalid="ignore", divide="ignore"):
         for q in QUANTITIES:
@@ -180,7 +219,7 @@ def gap_inference(
             if df == "installs":
                 nu = np.full(value.shape, float(g_n - 1))
             else:
-                nu = _bm_df(u, n, ratio, scale["cr1" if se == "cr1" else se], (c_arm, c_base), baseline)
+                nu = _bm_df(u, n, ratio, scale[se], (c_arm, c_base), baseline, slopes)
             value[baseline] = np.nan
             estimate[q] = value
             spread[q] = np.sqrt(var) + 0 * value

@@ -95,6 +95,46 @@ def test_bell_mccaffrey_df() -> None:
     assert (inf.df["delta"][1:] < 2.5).all() and (inf.df["delta"][1:] > 1.0).all()
 
 
+@pytest.mark.parametrize("se", ["cr2", "jackknife"])
+def test_bell_mccaffrey_df_against_the_matrix(se: str) -> None:
+    """The closed form's df equals (tr M)^2 / ||M||_F^2 of the G x G matrix built
+    explicitly, with and without slopes, for beta (unequal coefficients)."""
+    rng = np.random.default_rng(7)
+    units, clicks = simulate(rng, PaperWorld(installs=25, units_per_install=60.0))
+    n = units.sum(axis=0)
+    ratio = clicks.sum(axis=0) / n[:, None]
+    h = units / n
+    s = 1 / np.sqrt(1 - h) if se == "cr2" else 1 / (1 - h)
+    c_arm, c_base = ft._coefficients(ratio, 0)["beta"]
+    for slope in (None, np.full(ratio.shape, 0.05)):
+        fast = ft._bm_df(units, n, ratio, s, (c_arm, c_base), 0, slope)
+        for a, k in ((1, 0), (4, 2)):
+            m = np.zeros((25, 25))
+            for j, c, r in ((a, c_arm[a, k], 0.0 if slope is None else slope[a, k]), (0, c_base[a, k], 0.0)):
+                u = units[:, j]
+                var = ratio[j, k] * (1 - ratio[j, k]) * (u + r * u**2)
+                inner = np.diag(var) - (np.outer(u, var) + np.outer(var, u)) / n[j]
+                inner += np.outer(u, u) * var.sum() / n[j] ** 2
+                alpha = c * s[:, j] / n[j]
+                m += np.outer(alpha, alpha) * inner
+            assert fast[a, k] == pytest.approx(np.trace(m) ** 2 / (m * m).sum(), rel=1e-9)
+    inf = ft.gap_inference(units, clicks, se=se, df="bell-mccaffrey-slopes")
+    plain_df = ft.gap_inference(units, clicks, se=se, df="bell-mccaffrey").df["delta"][1:]
+    assert (inf.df["delta"][1:] <= plain_df + 1e-9).all()
+
+
+def test_gap_slopes_find_the_spread_of_effects() -> None:
+    """Installs' own gaps vary with a proportional effect (swap 1-3 at c1, beta the same
+    for all, levels differ) and not where the arm does nothing."""
+    rng = np.random.default_rng(8)
+    units, clicks = simulate(rng, PaperWorld(installs=600, units_per_install=200.0))
+    r = ft.gap_slopes(units, clicks)
+    assert (r[0] == 0).all()
+    spread = (0.27 / 0.43 * 0.2) ** 2 / (0.16 * 0.84)  # sd of gaps 0.27/0.43 x sd of c1 levels
+    assert r[2, 0] == pytest.approx(spread, rel=0.35)
+    assert r[6, 0] < 0.1 * spread  # hide_box: no effect at c1
+
+
 def _holm_brute(p: np.ndarray, alpha: float) -> np.ndarray:
     """Holm's procedure as written: test the sorted p_(k) at alpha/(m - k + 1), stop at the
     first failure."""
