@@ -105,7 +105,7 @@ def _bm_df(
     without slopes, fewer with them (installs with many units then weigh as n_g^2)."""
     var = np.clip(ratio * (1 - ratio), 0, None)  # [arm, rank]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        diag = 0.0
+        diag: np.ndarray = np.zeros(())  # broadcasts to [install, arm, rank]
         terms: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (lambda, p, q): lambda p q'
         for coef, col, r in ((c[0], slice(None), slope), (c[1], slice(b, b + 1), None)):
             u_j, n_j = u[:, col, None], n[col, None]
