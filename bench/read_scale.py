@@ -338,6 +338,14 @@ async def register_plan(url: str) -> None:
                 raise RuntimeError(f"{method} {path}: {status} {answer}")
 
 
+async def quintiles_stored(url: str) -> bool:
+    """Whether a kept study's plan already has its quintiles frozen and stored (an earlier
+    run froze them after its first size)."""
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {KEY}"}) as session:
+        status, plan = await _call(session, "GET", f"{url}/v1/experiments/{EXPERIMENT}/plan")
+    return status == 200 and bool(plan.get("quintiles_stored"))
+
+
 async def freeze_quintiles(url: str) -> dict[str, Any]:
     """``plan freeze-quintiles`` over the study's first week, then the time until the worker
     keeps the quintiles as named subsets (the plan says ``quintiles_stored``)."""
@@ -461,6 +469,12 @@ def main() -> None:
                 run_import(url, write_profiles(tmp / "profiles.jsonl", args.installs))
             results.append({"events": have, "reads": asyncio.run(read_side(url))})
         for seed, size in enumerate(sizes, start=1):
+            if str(size) in imported:
+                print(f"{size:,} events imported in an earlier run", file=sys.stderr)
+                have = size
+                if args.freeze_quintiles and frozen is None and asyncio.run(quintiles_stored(url)):
+                    frozen = {"earlier_run": True}
+                continue  # its reads were timed then (the study is larger now)
             name = f"events-{size - have}-{args.installs}-{args.days}-{seed}.jsonl"
             path = (args.events_dir or tmp) / name
             if not path.exists():
@@ -469,19 +483,13 @@ def main() -> None:
                 path.with_suffix(".part").rename(path)
             if baseline is None:
                 baseline = asyncio.run(raw_insert_rate(path, tmp))
-            if str(size) in imported:
-                rate = imported[str(size)]
-                print(f"{size:,} events imported in an earlier run", file=sys.stderr)
-                have = size
-                continue  # its reads were timed then (the study is larger now)
-            else:
-                print(f"importing to {size:,} events ...", file=sys.stderr)
-                seconds, _ = run_import(url, path)
-                rate = (size - have) / seconds
-                if have == 0:
-                    run_import(url, write_profiles(tmp / "profiles.jsonl", args.installs))
-                imported[str(size)] = rate
-                state_file.write_bytes(orjson.dumps(imported))
+            print(f"importing to {size:,} events ...", file=sys.stderr)
+            seconds, _ = run_import(url, path)
+            rate = (size - have) / seconds
+            if have == 0:
+                run_import(url, write_profiles(tmp / "profiles.jsonl", args.installs))
+            imported[str(size)] = rate
+            state_file.write_bytes(orjson.dumps(imported))
             print(f"  {rate:,.0f} events/s ({rate / baseline:.2f} of raw chDB inserts)", file=sys.stderr)
             if args.events_dir is None:
                 path.unlink()
