@@ -37,7 +37,10 @@ Intervals for both: an influence-function (sandwich) SE, and the clustered Poiss
 bootstrap with the service's weights (``analytics/stats/bootstrap.py``), each install's
 columns multiplied by its weight in every replicate. The bootstrap keeps theta, the
 shrinkage and the beta coefficients fixed at the full-sample values (their estimation
-error is O(1/installs), below the sampling error the interval is about).
+error is O(1/installs), below the sampling error the interval is about). Both are a little
+short with few uneven installs; a report's intervals for the reduced estimates are the
+leave-one-install-out jackknife's with Bell-McCaffrey df (``family_tests.reduced_estimates``,
+which takes the control sums from ``adjusted_table``).
 
 What it gains is bounded: the pooled gap already cancels an install's level in its
 largest term, so the width ratio is at best sqrt(1 - ICC), and nearer 1 when installs'
