@@ -367,6 +367,19 @@ def finite_quantiles(values: np.ndarray, qs: Sequence[float]) -> np.ndarray:
     return out
 
 
+def sequential_bounds(
+    per_install: np.ndarray, index: dict[str, int], width: int, baseline: str, alpha: float
+) -> Bounds:
+    """Confidence sequences at ``alpha`` for every CTR, gap and distortion of an
+    ``install_matrix`` (a family's always-valid intervals take ``alpha / m``)."""
+    return _sequential_bounds(per_install, index, width, baseline, alpha)
+
+
+def hull(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    """The smallest interval holding both (NaN bounds are ignored)."""
+    return _hull(a, b)
+
+
 def _sequential_bounds(
     per_install: np.ndarray, index: dict[str, int], width: int, baseline: str, alpha: float
 ) -> Bounds:

@@ -21,7 +21,9 @@ def print_corrections(corrections: dict[str, Any] | None) -> None:
     if not corrections:
         return
     level = corrections["tests"][0]["family_level"] if corrections["tests"] else None
+    sequence = corrections.get("family_sequence")
     columns = ["test", "estimate", "CI", "p", "adjusted p", "family CI", "rejected"]
+    columns += ["family sequence"] if sequence else []
     rows = [
         [
             f"{t['quantity']} c{t['rank']} {t['arm']}",
@@ -31,10 +33,13 @@ def print_corrections(corrections: dict[str, Any] | None) -> None:
             _num(t["adjusted_p_value"], 4),
             _ci(t["family_ci_low"], t["family_ci_high"]),
             "yes" if t["rejected"] else "no",
+            *([_ci(t.get("family_sequence_low"), t.get("family_sequence_high"))] if sequence else []),
         ]
         for t in corrections["tests"]
     ]
     at = f" (family CI at {level:.4g})" if level is not None else ""
+    if sequence:
+        at += f"; family sequence: each at alpha {sequence['alpha_each']:.4g}, valid at every moment"
     title = f"family of {len(rows)} tests ({corrections['family']}): {corrections['description']}{at}"
     print_result({"columns": columns, "rows": rows}, "table", title=title)
 

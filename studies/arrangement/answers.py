@@ -291,6 +291,16 @@ class FamilyTestAnswer(_Closed):
     family_ci_low: Number = Field(description="At family_level (null: BH and not selected).")
     family_ci_high: Number
     family_level: Number
+    family_sequence_low: Number | None = Field(
+        None, description="Sequential reports: the family's always-valid interval (see family_sequence)."
+    )
+    family_sequence_high: Number | None = None
+
+
+class FamilySequence(_Closed):
+    alpha_each: float = Field(description="Each member's confidence sequence is at alpha / members.")
+    members: int
+    description: str
 
 
 class Corrections(_Closed):
@@ -300,6 +310,9 @@ class Corrections(_Closed):
     level: float
     tests: list[FamilyTestAnswer]
     untested: list[list[Any]] = Field(description="Members of the family this selection cannot test.")
+    family_sequence: FamilySequence | None = Field(
+        None, description="Sequential reports: how the family's always-valid intervals are made."
+    )
 
 
 class ReducedEstimate(_Closed):

@@ -166,3 +166,12 @@ def test_a_report_follows_the_plan_and_logs_each_departure(service: Service) -> 
     assert one["ci_low"] < one["estimate"] < one["ci_high"] and one["width_ratio"] > 0
     table = cli(service, "report", "experiment", experiment, "--variance-reduction")
     assert "family of 1 tests (plan)" in " ".join(table.split()) and "variance-reduced" in table
+
+    # watched as it runs: the family's always-valid intervals beside its fixed-look ones
+    watched = report_json(service, experiment, "--intervals", "sequential")
+    assert watched["corrections"]["family_sequence"]["alpha_each"] == pytest.approx(0.1)  # a family of one
+    [test] = watched["corrections"]["tests"]
+    assert test["family_sequence_low"] <= test["family_ci_low"] < test["family_ci_high"]
+    assert test["family_ci_high"] <= test["family_sequence_high"]
+    table = cli(service, "report", "experiment", experiment, "--intervals", "sequential")
+    assert "family sequence" in table and "valid at every moment" in " ".join(table.split())

@@ -14,8 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analytics.stats.arrangement_table import PerInstallArrays, arms_present, install_matrix, json_number
-from analytics.stats.family_tests import family_tests, reduced_estimates
+from analytics.stats.arrangement_table import (
+    PerInstallArrays,
+    arms_present,
+    hull,
+    install_matrix,
+    json_number,
+    sequential_bounds,
+)
+from analytics.stats.family_tests import FamilyTest, family_tests, reduced_estimates
+from analytics.stats.multiplicity import sequence_alpha
 
 METHOD = "leave-one-install-out jackknife SE, Student t with Bell-McCaffrey df"
 FAMILY_METHODS = {
@@ -37,11 +45,15 @@ def corrections_json(
     family: Sequence[tuple[str, str, int]] | None,
     method: str,
     level: float,
+    sequential: bool = False,
 ) -> dict[str, Any] | None:
     """``ExperimentReport.corrections``: each member's estimate, p-value, adjusted p-value,
     decision and both intervals; None for ``method`` "none" or a selection without the
     baseline. ``family`` None: delta of every arm at every rank shown; members whose arm the
-    selection lacks, or past ``ranks``, are left out (``untested`` lists them)."""
+    selection lacks, or past ``ranks``, are left out (``untested`` lists them).
+
+    ``sequential`` (a report of confidence sequences, watched as the study runs): each
+    member also gets its family's always-valid interval (``family_sequence``)."""
     if method == "none" or rows is None:
         return None
     per_install, index, width = _matrix(rows, ranks)
@@ -51,6 +63,7 @@ def corrections_json(
     asked = list(family) if family is not None else [("delta", a, r) for a in arms for r in range(1, width)]
     members = [m for m in asked if m[1] in arms and 1 <= m[2] < width and m[0] in ("delta", "beta")]
     tests = family_tests(per_install, index, width, baseline, members, method, level) if members else []
+    sequences = _family_sequences(per_install, index, width, baseline, tests, level) if sequential else None
     return {
         "method": method,
         "family": "plan" if family is not None else "delta of every arm at every rank shown",
@@ -70,10 +83,49 @@ def corrections_json(
                 "family_ci_low": json_number(t.family_low),
                 "family_ci_high": json_number(t.family_high),
                 "family_level": json_number(t.family_level),
+                **(
+                    {}
+                    if sequences is None
+                    else {
+                        "family_sequence_low": json_number(sequences[i][0]),
+                        "family_sequence_high": json_number(sequences[i][1]),
+                    }
+                ),
             }
-            for t in tests
+            for i, t in enumerate(tests)
         ],
+        **({} if sequences is None else {"family_sequence": _sequence_note(tests, level)}),
         "untested": [list(m) for m in asked if m not in members],
+    }
+
+
+def _family_sequences(
+    per_install: Any, index: dict[str, int], width: int, baseline: str, tests: list[FamilyTest], level: float
+) -> list[tuple[float, float]]:
+    """Each member's confidence sequence at alpha / m (``multiplicity.sequence_alpha``), m
+    the members with a p-value: by the union bound all m cover at once *and* at every
+    moment, so a family watched as the study runs may be stopped at will. It is widened to
+    hold the member's family interval where there is one (a superset of a sequence is one
+    too), as Figure 3's sequences hold its bootstrap's intervals."""
+    m = sum(1 for t in tests if t.p_value == t.p_value)
+    bounds = sequential_bounds(per_install, index, width, baseline, sequence_alpha(1 - level, max(m, 1)))
+    out = []
+    for t in tests:
+        own = bounds[(t.quantity, t.arm)][t.rank - 1]
+        out.append(hull(own, (t.family_low, t.family_high)) if t.family_low == t.family_low else own)
+    return out
+
+
+def _sequence_note(tests: list[FamilyTest], level: float) -> dict[str, Any]:
+    m = max(sum(1 for t in tests if t.p_value == t.p_value), 1)
+    return {
+        "alpha_each": (1 - level) / m,
+        "members": m,
+        "description": (
+            "Bonferroni across the family: each member's confidence sequence at alpha/m, so all "
+            "cover at once and at every moment (the always-valid counterpart of the family's "
+            "correction; for BH too, as e-BH needs e-values these sequences do not give)"
+        ),
     }
 
 

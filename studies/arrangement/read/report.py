@@ -234,7 +234,9 @@ async def run_experiment_report(
         warnings=warnings,
         planted=planted,
         against_control=None if baseline == CONTROL else table(positions, 1, CONTROL),
-        corrections=corrections_json(positions, ranks, baseline, family, correction, level),
+        corrections=corrections_json(
+            positions, ranks, baseline, family, correction, level, sequential=intervals == "sequential"
+        ),
         variance_reduction=reduced,
     )
 
