@@ -21,8 +21,12 @@ import orjson
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 30.0, what: str = "condition") -> T:
-    """Poll until ``predicate()`` is truthy; fail with ``what`` after ``timeout`` seconds."""
+def wait_for(
+    predicate: Callable[[], T], timeout: float = 30.0, what: str = "condition", poll_s: float = 0.1
+) -> T:
+    """Poll until ``predicate()`` is truthy, every ``poll_s`` seconds; fail with ``what``
+    after ``timeout`` seconds. A predicate that costs the service a query over many rows
+    (a recount of a large experiment) is polled less often, with a larger ``poll_s``."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -33,7 +37,7 @@ def wait_for(predicate: Callable[[], T], timeout: float = 30.0, what: str = "con
         else:
             if last:
                 return last
-        time.sleep(0.1)  # wait-ok: poll interval under a deadline
+        time.sleep(poll_s)  # wait-ok: poll interval under a deadline
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
 
 

@@ -35,8 +35,13 @@ from tests.integration.test_end_to_end import assert_aggregate_exact, assert_ins
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
-TOTAL, BATCH = 100_000, 500
-KILL_AFTER, RESTART_AFTER = 30_000, 60_000
+TOTAL, BATCH = 30_000, 500
+KILL_AFTER, RESTART_AFTER = 10_000, 20_000
+"""The leader is killed with a third of the events accepted and restarted with two thirds:
+events are posted before the kill, while its partitions move, and after its return."""
+RECOUNT_POLL_S = 1.0
+"""A recount of every stored event is polled every second, not ten times a second: each
+costs the service a query over the experiment's rows while it stores."""
 LONGEST_STALL_S = 30.0
 """Posting may pause while the killed leader's partitions move, never longer than this."""
 KEY = "kafka-cluster-key-0123456789abcdefghij"
@@ -113,7 +118,12 @@ def test_sigkill_of_the_busiest_leader_mid_stream_loses_nothing(kafka: KafkaClus
 
         where = f"FROM raw_extension_events WHERE experiment_id = '{experiment}'"
         try:
-            wait_for(lambda: svc.scalar(f"SELECT uniqExact(event_id) {where}") == TOTAL, 300, "all stored")
+            wait_for(
+                lambda: svc.scalar(f"SELECT uniqExact(event_id) {where}") == TOTAL,
+                300,
+                "all stored",
+                RECOUNT_POLL_S,
+            )
         except AssertionError:
             print(report(svc, kafka, where, accepted))
             raise
@@ -236,7 +246,12 @@ def test_a_worker_added_and_one_removed_mid_stream_store_everything_once(
 
         total = len(accepted)
         try:
-            wait_for(lambda: svc.scalar(f"SELECT uniqExact(event_id) {where}") == total, 240, "all stored")
+            wait_for(
+                lambda: svc.scalar(f"SELECT uniqExact(event_id) {where}") == total,
+                240,
+                "all stored",
+                RECOUNT_POLL_S,
+            )
         except AssertionError:
             print(report(svc, kafka, where, accepted))
             raise

@@ -299,11 +299,11 @@ async def run(path: Path, events: int) -> dict[str, Any]:
                     events_now = stamped(list(itertools.islice(traffic, per_batch)), when, 6 + 5 * batch)
                     for e in events_now[:2] if batch == 0 else ():
                         e["install_id"], e["engine"] = FRESH, "google"  # an install new to the study
-                    await stream(store, rollup, events_now)
-                    # and a study that begins now: none of its installs has a set yet
-                    await stream(
-                        store, rollup, stamped(list(itertools.islice(young, 12)), when, 7 + 5 * batch)
-                    )
+                    # and a study that begins now: none of its installs has a set yet; its
+                    # events come in the same batch, as the worker's batches mix experiments
+                    # (one recompute covers both)
+                    young_now = stamped(list(itertools.islice(young, 12)), when, 7 + 5 * batch)
+                    await stream(store, rollup, events_now + young_now)
                     live.append(events_now)
                 out[f"day {day}"] = {**await differences(store), "plans": counted.take()}
             throughs = await store.query(
