@@ -24,6 +24,7 @@ TABLES = {
 }
 
 
+@pytest.mark.timeout(600)  # ~25 CPU-s of chDB recounts: beside two CPU burners it ran 294 s
 def test_every_derived_table_equals_a_recount_after_each_step() -> None:
     out = run_own_process("tests.integration.helpers.closed_sums_chdb", "900", timeout=600)
     steps = ["upgrade", *(f"day {d}" for d in range(HISTORY_DAYS, HISTORY_DAYS + LIVE_DAYS))]

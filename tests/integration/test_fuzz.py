@@ -287,6 +287,7 @@ async def send_all(url: str, batch: list[tuple[str, str, dict[str, str], bytes]]
     return failures
 
 
+@pytest.mark.timeout(600)  # ~80 CPU-s (10,500 requests): beside two CPU burners past 300 s
 def test_ten_thousand_malformed_requests_get_4xx_and_every_accepted_event_is_stored(
     fuzz_service: Service,
 ) -> None:
