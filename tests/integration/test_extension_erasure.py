@@ -32,7 +32,6 @@ from tests.fakes.engine_host import (
 from tests.helpers import http, own_service, wait_for
 from tests.integration.test_erasure import rows_of
 from tests.integration.test_extension_e2e import (
-    DRAINED,
     ENROLLED,
     EXPERIMENT,
     GOOGLE_PAGES,
@@ -51,6 +50,16 @@ pytestmark = pytest.mark.integration
 
 ANSWERS = "SELECT count() FROM raw_install_profiles WHERE install_id = '{install}'"
 SHOWN = "[...document.querySelectorAll('#sent-list .sent-event')].map(e => e.textContent)"
+SENT_ALL = """new Promise(resolve => {
+  const check = async () => {
+    const box = (await chrome.storage.local.get('outbox')).outbox;
+    box.queued === 0 && box.sent + box.rejected >= {n} ? resolve(box) : setTimeout(check, 100);
+  };
+  check();
+})"""
+"""In the service worker: resolves once ``{n}`` events have left the outbox and none waits.
+An empty outbox alone is not enough: a click's message from the page may still be on its
+way to the service worker, and the popup lists events still waiting above those sent."""
 ERASED = """new Promise(resolve => {
   const check = () => {
     const text = document.getElementById('erasure').textContent;
@@ -108,7 +117,7 @@ def test_the_popup_shows_what_was_sent_and_erases_it(tmp_path: Path) -> None:
                         for arm in ("control", "swap_1_2"):
                             query = query_for(install["install_id"], arm, queries)
                             await visit(tab, "google", page, query, arm, expected)
-                    await worker.evaluate(DRAINED)
+                    await worker.evaluate(SENT_ALL.replace("{n}", str(len(expected) + 1)))  # and the answers
                     popup_url = f"chrome-extension://{extension_id}/popup.html"
                     async with browser.tab() as popup:
                         await popup.navigate(popup_url)

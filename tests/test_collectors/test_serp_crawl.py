@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -254,24 +255,57 @@ def run_cli(path: Path, tmp_path: Path, engine: FakeSerpEngine, *extra: str) -> 
     ]
 
 
+# ``python -m auditstream CLI-ARGS``, told when to run: importing the CLI and the crawler takes
+# seconds on a loaded machine (13 s beside two CPU burners), so a study whose start is fixed
+# before the process starts can see its first slots pass while Python imports (they are then
+# journaled missed, as a crawler started late must). This one imports first, says so, and runs
+# the command once a line comes on stdin: the test fixes the study's start only then.
+PREIMPORTED_CLI = """
+import runpy, sys
+import auditstream.cli, collectors.common.endpoints, collectors.serp.fetchers
+import collectors.serp.runner, collectors.serp.study
+print("imported", flush=True)
+sys.stdin.readline()
+runpy.run_module("auditstream", run_name="__main__", alter_sys=True)
+"""
+
+
+def start_preimported(args: list[str], timeout: float = 120) -> subprocess.Popen[bytes]:
+    """A ``PREIMPORTED_CLI`` process for ``args``, returned once its imports are done."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PREIMPORTED_CLI, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    readable, _, _ = select.select([proc.stdout], [], [], timeout)
+    line = proc.stdout.readline() if readable else b""
+    if line != b"imported\n":
+        proc.kill()
+        proc.wait(10)
+        raise AssertionError(f"the crawler did not import within {timeout}s: {proc.stderr.read().decode()}")
+    return proc
+
+
 def test_a_killed_crawler_resumes_at_the_next_round_without_duplicates(
     tmp_path: Path, engine: FakeSerpEngine
 ) -> None:
     # 1 s apart, so round 3 stays open 0.8 s (until its deadline): the kill lands inside it with
-    # room to spare; 6 s for the subprocess to start Python and import the crawler before round 0
+    # room to spare. The study starts 3-4 s after the crawler process has imported what it runs
+    # (``start_preimported``): the time to read the study and open its state, not to start Python.
     spacing, n_rounds = 1.0, 6
-    path, start = study_file(tmp_path, study_id="killed", rounds=n_rounds, lead_s=6.0, spacing=spacing)
-    study = load_study(path)
-    engine.script = script_for(study, start)
     engine.fail("boston", 200, 200, 200, SLOW)  # round 3 stays open until its deadline: kill it there
-    args = run_cli(path, tmp_path, engine)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "auditstream", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    args = run_cli(tmp_path / "killed.toml", tmp_path, engine)
+    proc = start_preimported(args)
     try:
+        path, start = study_file(tmp_path, study_id="killed", rounds=n_rounds, lead_s=3.0, spacing=spacing)
+        study = load_study(path)
+        engine.script = script_for(study, start)
+        assert proc.stdin is not None
+        proc.stdin.write(b"run\n")
+        proc.stdin.close()
         deadline = time.monotonic() + 30
         while sum(h.profile == "boston" for h in engine.hits) < 4:  # round 3 under way (fine polling:
             assert time.monotonic() < deadline and proc.poll() is None, "round 3 never started"
@@ -281,6 +315,7 @@ def test_a_killed_crawler_resumes_at_the_next_round_without_duplicates(
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(10)
     killed_at = time.time()
     before = journal(tmp_path, "killed")
     assert {r["round"] for r in before if r["kind"] == "round"} == {0, 1, 2}
