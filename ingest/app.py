@@ -24,6 +24,7 @@ from ingest import (
     planted,
     protocol_errors,
     reports,
+    stop_deadline,
 )
 from ingest.api_keys import KeyFile
 from ingest.app_state import ARMS, CONFIG, KEYS, LIMITER, METRICS, PRODUCER, SQL_GUARD, STORE
@@ -70,11 +71,11 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
         app[ARMS].start()
         await app[CLOCK].start()
         yield
-        await app[CLOCK].close()
-        await app[ARMS].close()
-        app[SQL_GUARD].shutdown()
-        await app[PRODUCER].stop()
-        await app[STORE].close()
+        await stop_deadline.stage("clock", app[CLOCK].close)
+        await stop_deadline.stage("registered arms", app[ARMS].close)
+        await stop_deadline.stage("SQL guard processes", app[SQL_GUARD].shutdown)
+        await stop_deadline.stage("Kafka producer", app[PRODUCER].stop)
+        await stop_deadline.stage("store", app[STORE].close)
 
     app.cleanup_ctx.append(resources)
     app.router.add_post("/v1/events", handlers.post_events)

@@ -76,10 +76,13 @@ def ingest(
 def _serve_ingest(settings: Settings) -> None:
     from aiohttp import web
 
+    from ingest import stop_deadline
     from ingest.app import create_app
 
+    app = create_app(settings)
+    stop_deadline.arm(app)
     web.run_app(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         print=None,

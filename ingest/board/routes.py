@@ -20,6 +20,7 @@ from aiohttp import web
 
 from core.settings import Settings
 from core.store import Store
+from ingest import stop_deadline
 from ingest.app_state import BOARD_STATE
 from ingest.board import compute, looks_job
 from ingest.board.compute import Panel
@@ -247,9 +248,9 @@ def add_routes(app: web.Application, settings: Settings, store: Store, in_proces
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
         yield
-        await app[REFRESHER].close()
+        await stop_deadline.stage("board refresher", app[REFRESHER].close)
         if child is not None:
-            child.shutdown()
+            await stop_deadline.stage("board's compute process", child.shutdown)
 
     app.cleanup_ctx.append(lifetime)
     app.router.add_get("/board", page)

@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,6 +70,9 @@ def lone_ingest(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tupl
     wait_for(lambda: http("GET", svc.url + "/readyz", timeout=2).status == 200, 30, "ingest ready")
     yield svc, broker
     proc.terminate()
-    proc.wait(timeout=20)
+    code = proc.wait(timeout=30)  # ingest forces its own exit 15 s into a stop that hangs
     log.close()
+    if code not in (0, -15):  # a forced exit: its stacks are in the log; the test still stands
+        tail = (tmp_path / "ingest.log").read_text(errors="replace")[-6000:]
+        warnings.warn(f"ingest's stop exited {code}; its log ends:\n{tail}", stacklevel=1)
     asyncio.run(broker.stop())
