@@ -35,7 +35,7 @@ from ingest.errors import problem
 from ingest.producer import BrokerUnavailable, Paused, StorageBehind
 from ingest.registered_arms import without_unregistered
 from ingest.sql_guard_pool import checked
-from ingest.validation import validate_batch, without_conflicting_ids
+from ingest.validation import validate_body, without_conflicting_ids
 from schemas.analyst_sql import check_statement_size
 from schemas.event_types import FAMILY_BY_TYPE, POSTING_SCOPES, SCOPE_BY_TYPE
 from schemas.sql import StatementTooLarge
@@ -86,6 +86,18 @@ def authorize(request: web.Request, scope: str | tuple[str, ...]) -> ApiKey:
 
 
 async def read_json(request: web.Request) -> Any:
+    return parse_json(await read_body(request))
+
+
+def parse_json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise problem(400, "malformed_json", "the body is not valid JSON") from None
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The body's bytes: 415 unless JSON, 413 past the size limit, 408 past the deadline."""
     config = request.app[CONFIG]
     if request.content_type != "application/json":
         raise problem(415, "unsupported_media_type", "send Content-Type: application/json")
@@ -103,10 +115,7 @@ async def read_json(request: web.Request) -> Any:
         raise problem(
             408, "body_timeout", f"the request body did not arrive within {config.body_read_timeout_s:g} s"
         ) from None
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise problem(400, "malformed_json", "the body is not valid JSON") from None
+    return body
 
 
 def bad_request(exc: ValidationError) -> web.HTTPException:
@@ -129,14 +138,15 @@ async def post_events(request: web.Request) -> web.Response:
     app = request.app
     config, metrics = app[CONFIG], app[METRICS]
     key = authorize(request, POSTING_SCOPES)
-    doc = await read_json(request)
+    body = await read_body(request)
+    doc = parse_json(body)  # orjson reads the JSON for every path: one dialect, one 400
     items = doc if isinstance(doc, list) else [doc]
     if not items:
         raise problem(400, "empty_batch", "send one event or a non-empty array")
     if len(items) > config.max_events_per_request:
         raise problem(413, "too_many_events", f"at most {config.max_events_per_request} events per request")
     check_family_scopes(items, key, metrics)
-    accepted, rejected = without_conflicting_ids(*validate_batch(items))
+    accepted, rejected = without_conflicting_ids(*validate_body(body, doc))
     if accepted:
         accepted, rejected = without_unregistered(accepted, rejected, await app[ARMS].current())
         accepted, rejected = app[ERASED].without_erased(accepted, rejected)

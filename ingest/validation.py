@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from schemas.event_twins import CANONICAL_LIST, CANONICAL_ONE
 from schemas.event_types import BY_NAME, EXTENSION_TYPES, AnyEvent
 from schemas.events import PRIVACY_FORBIDDEN_FIELDS
 
@@ -96,6 +97,25 @@ def validate_one(index: int, item: Any) -> BaseModel | Rejection:
         first = exc.errors(include_input=False, include_url=False, include_context=False)[0]
         return Rejection(index, _reason(first), _field(first))
     return model
+
+
+def validate_body(body: bytes, doc: Any) -> tuple[list[BaseModel], list[Rejection]]:
+    """``validate_batch`` of a request's events (``doc``, the body as orjson read it), by
+    the quickest way that gives the same answer.
+
+    A body whose events are all valid and written canonically (what the extension and the
+    crawlers send) is checked by the canonical twins in one call on its bytes
+    (``schemas.event_twins.py``): no Python per field, and each twin writes the JSON
+    its original would. Any other body is walked as before, so each rejection keeps its
+    reason."""
+    try:
+        if isinstance(doc, list):
+            return CANONICAL_LIST.validate_json(body), []
+        if isinstance(doc, dict):
+            return [CANONICAL_ONE.validate_json(body)], []
+    except ValidationError:
+        pass
+    return validate_batch(doc if isinstance(doc, list) else [doc])
 
 
 def validate_batch(items: Sequence[Any]) -> tuple[list[BaseModel], list[Rejection]]:

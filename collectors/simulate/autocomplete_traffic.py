@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from schemas.events import utc_text
+
 WORDS = tuple(
     [
         "biography",
@@ -154,7 +156,7 @@ class AutocompleteSimulation:
             "type": type_,
             "schema_version": 1,
             "event_id": str(uuid.uuid5(EVENT_NAMESPACE, ident)),  # a repost deduplicates
-            "sent_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "sent_at": utc_text(datetime.now(UTC)),
             "crawl_id": crawl_id,
             **({"study_id": self.config.study} if type_ != "autocomplete_node" else {}),
             "engine": self.config.engine,

@@ -29,6 +29,7 @@ from collectors.simulate.planted import (
     planted_values,
 )
 from schemas.assignment import assign_arm
+from schemas.events import utc_text
 
 DEFAULT_ARMS: tuple[tuple[str, float], ...] = (
     ("control", 0.40),
@@ -168,7 +169,7 @@ class ExtensionTraffic:
                     "type": "install_profile",
                     "event_id": str(uuid.uuid4()),
                     "schema_version": 1,
-                    "sent_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    "sent_at": utc_text(datetime.now(UTC)),
                     "install_id": inst["install_id"],
                     "install_day": inst["install_day"],
                     "extension_version": inst["extension_version"],
@@ -225,7 +226,7 @@ class ExtensionTraffic:
         arm = assigned if identified else "control"
         context = {
             "schema_version": 1,
-            "sent_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "sent_at": utc_text(datetime.now(UTC)),
             "experiment_id": c.experiment_id,
             "arm": arm,
             "engine": engine,

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from schemas.events import utc_text
+
 EVENT_NAMESPACE = uuid.UUID("9c2e4b1a-5d3f-4e6a-8b7c-1d2e3f4a5b6c")
 PROFILES: tuple[tuple[str, str, str], ...] = (
     ("control", "control", ""),
@@ -78,7 +80,7 @@ class SerpSimulation:
                 "type": "serp_snapshot",
                 "schema_version": 1,
                 "event_id": str(uuid.uuid5(EVENT_NAMESPACE, f"{c.study}|{round_id}|{profile}")),
-                "sent_at": (t0 + timedelta(milliseconds=3 * k)).isoformat(timespec="milliseconds"),
+                "sent_at": utc_text(t0 + timedelta(milliseconds=3 * k)),
                 "study_id": c.study,
                 "round_id": round_id,
                 "profile_id": profile,
