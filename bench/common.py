@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import threading
@@ -12,6 +13,20 @@ from pathlib import Path
 import orjson
 
 from supervisor.broker import rss_mb
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds a process has used so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_us_per_event(pids: dict[str, int], before: dict[str, float], events: int) -> dict[str, float]:
+    """CPU microseconds per event of each named process since ``before`` (``cpu_seconds``)."""
+    return {name: round((cpu_seconds(pid) - before[name]) / events * 1e6, 1) for name, pid in pids.items()}
 
 
 @dataclass

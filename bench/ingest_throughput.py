@@ -24,6 +24,7 @@ import orjson
 from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
+from bench.common import cpu_seconds, cpu_us_per_event
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from ingest.api_keys import KeyFile
 from schemas.topics import all_topics
@@ -191,7 +192,9 @@ def main() -> dict:
         asyncio.run(wait_http(url + "/readyz", 30))
         baseline = asyncio.run(raw_send_rate(broker.bootstrap, events[:100_000], "auditstream.extension"))
         batched = asyncio.run(raw_batch_rate(broker.bootstrap, events[:100_000], "auditstream.extension"))
+        before = {str(p.pid): cpu_seconds(p.pid) for p in procs}
         rate = asyncio.run(ingest_rate(url, key, bodies, 100, args.concurrency))
+        cpu = sum(cpu_us_per_event({str(p.pid): p.pid for p in procs}, before, len(events)).values())
         wrk = wrk_rate(url, key, bodies, 100, tmp) if shutil.which("wrk") else None
     finally:
         for proc in procs:
@@ -206,6 +209,7 @@ def main() -> dict:
         "raw_aiokafka_batch_events_per_s": round(batched),
         "ratio_to_batch_api": round(rate / batched, 3),
         "ingest_processes": args.processes,
+        "ingest_cpu_us_per_event": round(cpu, 1),
     }
     if wrk is not None:
         result["ingest_events_per_s_wrk_client"] = round(wrk)

@@ -22,7 +22,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from bench.common import MemorySampler, append_result, percentile
+from bench.common import MemorySampler, append_result, cpu_seconds, cpu_us_per_event, percentile
 from bench.ingest_throughput import ingest_rate, raw_send_rate
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
 from core.store.chdb_store import ChdbStore
@@ -210,10 +210,13 @@ def main() -> None:
     proc = start_service(tmp, port, args.ingest_processes)
     run = tmp / "data" / "run"
     pids = {p.stem: int(p.read_text()) for p in run.glob("*.pid")}
+    pids["up"] = proc.pid  # the supervisor, and the store when it is served in process
     try:
         print(f"sustained: {args.events} events through the pipeline ...", file=sys.stderr)
+        cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
         with MemorySampler(pids) as memory:
             ingest, e2e = asyncio.run(sustained(url, bodies, args.events))
+        cpu = cpu_us_per_event(pids, cpu_before, args.events)
         fresh = {}
         for label, rate in (("half_target_4000", 4000.0), ("half_measured", e2e / 2)):
             print(f"freshness at {rate:.0f} events/s ...", file=sys.stderr)
@@ -258,6 +261,7 @@ def main() -> None:
             }
             for label, (rate, lat) in fresh.items()
         },
+        "cpu_us_per_event": cpu,
         "memory_mb": memory.summary(),
     }
     print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())

@@ -7,6 +7,7 @@ service over machines (production) or to restart one part on its own.
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -36,6 +37,15 @@ def _use_uvloop() -> None:
     except ImportError:  # pragma: no cover - optional speed-up
         return
     uvloop.install()
+
+
+def _freeze_startup_heap() -> None:
+    """Keep the collector off what start-up built. A service imports a large heap (numpy,
+    scipy, pydantic's schemas) that lives as long as it does; every full collection would
+    walk it again, for objects per request that die young. Measured on ingest: CPU per
+    event 40-45 us -> 31-37 us (bench/README.md, issue 39)."""
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 100)
 
 
 def _service_settings(name: str, log_level: str, **options: Any) -> Settings:
@@ -81,6 +91,7 @@ def _serve_ingest(settings: Settings) -> None:
 
     app = create_app(settings)
     stop_deadline.arm(app)
+    _freeze_startup_heap()
     web.run_app(
         app,
         host=settings.host,
@@ -129,6 +140,7 @@ def _run_worker(settings: Settings, log_level: str) -> None:
     _use_uvloop()  # faust's per-message overhead is the worker's limit; uvloop cuts it ~25%
     store = open_store(settings)
     app = create_app(settings, store, metrics)
+    _freeze_startup_heap()
     Worker(app, loglevel=log_level, quiet=True, redirect_stdouts=False).execute_from_commandline()
 
 
@@ -159,6 +171,7 @@ def _serve_store(settings: Settings) -> None:
     applied = asyncio.run(migrate(chdb))
     if applied:
         console.print(f"applied migrations: {', '.join(applied)}")
+    _freeze_startup_heap()
     web.run_app(
         create_store_app(chdb, settings.store_token.get_secret_value()),
         host="127.0.0.1",
