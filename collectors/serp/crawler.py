@@ -73,7 +73,7 @@ from collectors.serp.parser import ParsedSerp, click_target, parse_serp
 from collectors.serp.schedule import Grid
 from collectors.serp.state import StudyJournal
 from collectors.serp.study import PlannedStep, Profile, Study
-from schemas.events import KNOWN_LAYOUT, utc_text
+from schemas.events import KNOWN_LAYOUT
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +97,8 @@ def retryable(http_status: int) -> bool:
 
 
 def _iso_ms(ts: float) -> str:
-    """A Unix time as ISO 8601 UTC with milliseconds, written as ingest stores it (so the
-    request takes its quick way, ``schemas/event_twins.py``)."""
-    return utc_text(datetime.fromtimestamp(ts, UTC))
+    """A Unix time as ISO 8601 UTC with milliseconds (the precision ``sent_at`` is stored with)."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)

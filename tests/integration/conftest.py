@@ -72,7 +72,7 @@ def lone_ingest(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tupl
     proc.terminate()
     code = proc.wait(timeout=30)  # ingest forces its own exit 15 s into a stop that hangs
     log.close()
+    asyncio.run(broker.stop())
     if code not in (0, -15):  # a forced exit: its stacks are in the log; the test still stands
         tail = (tmp_path / "ingest.log").read_text(errors="replace")[-6000:]
         warnings.warn(f"ingest's stop exited {code}; its log ends:\n{tail}", stacklevel=1)
-    asyncio.run(broker.stop())
