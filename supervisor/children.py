@@ -13,6 +13,8 @@ from typing import IO
 
 import aiohttp
 
+from supervisor.run_files import write_run_file
+
 
 @dataclass
 class Child:
@@ -39,7 +41,7 @@ class Child:
             with open(self.log_dir / f"{self.name}.log", "ab") as log:  # noqa: ASYNC230
                 self.process = await self._spawn(log)
         self.started_at = time.monotonic()
-        (self.run_dir / f"{self.name}.pid").write_text(str(self.process.pid))
+        write_run_file(self.run_dir / f"{self.name}.pid", str(self.process.pid))
 
     async def _spawn(self, out: IO[bytes] | None) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(

@@ -34,6 +34,7 @@ from supervisor.broker import BrokerError, TansuBroker, create_topics, free_port
 from supervisor.children import Child, wait_http
 from supervisor.kafka_cluster import KafkaClusterError, KafkaDist, LocalKafka, require_tools
 from supervisor.rotation_schedule import daily_rotation_due
+from supervisor.run_files import write_run_file
 
 PAUSE_BELOW = 5000
 """A broker rotation pauses intake once fewer accepted events than this wait to be stored ..."""
@@ -159,8 +160,8 @@ class Supervisor:
     def _broker_files(self) -> None:
         """``broker.pid`` names the running broker, ``broker.addr`` its address."""
         assert self.broker is not None and self.broker.process is not None
-        (self.settings.run_dir / "broker.pid").write_text(str(self.broker.process.pid))
-        (self.settings.run_dir / "broker.addr").write_text(self.broker.bootstrap + "\n")
+        write_run_file(self.settings.run_dir / "broker.pid", str(self.broker.process.pid))
+        write_run_file(self.settings.run_dir / "broker.addr", self.broker.bootstrap + "\n")
 
     def banner(self) -> None:
         s = self.settings
@@ -394,7 +395,7 @@ class Supervisor:
             await self.broker.stop()
         else:
             assert self.broker.process is not None  # the pid file names the live broker
-            (self.settings.run_dir / "broker.pid").write_text(str(self.broker.process.pid))
+            write_run_file(self.settings.run_dir / "broker.pid", str(self.broker.process.pid))
         for worker in workers:
             console.print(f"[yellow]starting {worker.name} on the new broker")
             await worker.start()
