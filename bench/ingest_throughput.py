@@ -2,7 +2,7 @@
 
 Run from a checkout: ``.venv/bin/python -m bench.ingest_throughput``. Two baselines, both
 measured in the same run on the same tansu broker, so the ratios are what matter: aiokafka's
-per-message ``send`` (what ingest uses) and its batch API (``create_batch`` /
+per-message ``send`` and its batch API (what ingest's producer uses) (``create_batch`` /
 ``send_batch``: one batch per request and partition, the events keyed by install as ingest
 keys them), the cheapest way a Python producer can hand the same events to the broker.
 """
@@ -62,12 +62,13 @@ async def raw_batch_rate(bootstrap: str, events: list[dict], topic: str, per_req
     partitions = sorted(await producer.partitions_for(topic))
     stamp = format_received_at(dt.datetime.now(dt.UTC))
     values = [(e["install_id"].encode(), orjson.dumps({**e, "received_at": stamp})) for e in events]
+    partitioner = DefaultPartitioner()
     started = time.perf_counter()
     futures = []
     for i in range(0, len(values), per_request):
         groups: dict[int, list[tuple[bytes, bytes]]] = {}
         for key, value in values[i : i + per_request]:
-            groups.setdefault(DefaultPartitioner()(key, partitions, partitions), []).append((key, value))
+            groups.setdefault(partitioner(key, partitions, partitions), []).append((key, value))
         for partition, rows in groups.items():
             batch = producer.create_batch()
             for key, value in rows:

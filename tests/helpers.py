@@ -25,6 +25,9 @@ POLL_FIRST_S, POLL_MAX_S = 0.05, 0.25
 """``wait_for``'s default polling: quick at first, then backing off to every 0.25 s. A
 predicate that asks the service costs 12-20 ms of CPU (client, HTTP, store and chDB), so
 polling a long wait every 0.1 s kept a fifth of a core busy per waiting test."""
+RECOUNT_POLL_S = 1.0
+"""``poll_s`` for a recount of every stored event: each costs the service a query over the
+experiment's rows while it is still storing."""
 
 
 def wait_for(

@@ -208,9 +208,9 @@ def figure3_arrays(
         # The sequence, widened where needed to hold the one-look bootstrap interval: a
         # superset of a confidence sequence is one too, and with few installs or very
         # uneven ones the delta method's spread can fall short of the bootstrap's.
-        sequence = _sequential_bounds(per_install, index, width, baseline, 1 - level)
+        sequence = sequential_bounds(per_install, index, width, baseline, 1 - level)
         bounds = {
-            key: [_hull(a, b) for a, b in zip(sequence[key], bounds[key], strict=True)] for key in bounds
+            key: [hull(a, b) for a, b in zip(sequence[key], bounds[key], strict=True)] for key in bounds
         }
 
     out = []
@@ -283,7 +283,7 @@ def _within(e: Estimate, kind: str, thin: bool) -> Estimate:
 Bounds = dict[tuple[str, str], list[tuple[float, float]]]
 
 
-def _hull(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+def hull(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
     """The smallest interval holding both (NaN bounds are ignored)."""
     lows = [x for x in (a[0], b[0]) if not math.isnan(x)]
     highs = [x for x in (a[1], b[1]) if not math.isnan(x)]
@@ -368,19 +368,6 @@ def finite_quantiles(values: np.ndarray, qs: Sequence[float]) -> np.ndarray:
 
 
 def sequential_bounds(
-    per_install: np.ndarray, index: dict[str, int], width: int, baseline: str, alpha: float
-) -> Bounds:
-    """Confidence sequences at ``alpha`` for every CTR, gap and distortion of an
-    ``install_matrix`` (a family's always-valid intervals take ``alpha / m``)."""
-    return _sequential_bounds(per_install, index, width, baseline, alpha)
-
-
-def hull(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
-    """The smallest interval holding both (NaN bounds are ignored)."""
-    return _hull(a, b)
-
-
-def _sequential_bounds(
     per_install: np.ndarray, index: dict[str, int], width: int, baseline: str, alpha: float
 ) -> Bounds:
     """Confidence sequences from each install's influence on the ratios (every install of
@@ -473,7 +460,7 @@ def sequential_looks(
         np.add.at(cumulative, cell[lo:hi], values[lo:hi])
         wide = cumulative.reshape(installs.size, n_arms * width)
         per_install = wide[(wide[:, ::width] > 0).any(axis=1)]
-        bounds = _sequential_bounds(per_install, index, width, baseline, alpha)
+        bounds = sequential_bounds(per_install, index, width, baseline, alpha)
         for arm in sorted(index):
             if ("delta", arm) in bounds:
                 low, high = bounds[("delta", arm)][0]

@@ -24,16 +24,13 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from tests.helpers import Service, own_service, wait_for, worker_metrics
+from tests.helpers import RECOUNT_POLL_S, Service, own_service, wait_for, worker_metrics
 
 pytestmark = pytest.mark.integration
 
 TOTAL, BATCH, KILL_AFTER = 30_000, 500, 12_000
 """The broker is killed with 12,000 events accepted and 18,000 still to post: the killed
 broker held events the worker had not read, and posting goes on to the new one."""
-RECOUNT_POLL_S = 1.0
-"""A recount of every stored event is polled every second, not ten times a second: each
-costs the service a query over the experiment's rows while it stores the replay."""
 KEY = "broker-kill-key-0123456789-padded-to-35-chars"
 
 

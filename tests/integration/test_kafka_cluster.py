@@ -29,7 +29,7 @@ from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfi
 from schemas.topics import all_topics
 from supervisor.broker import create_topics
 from supervisor.kafka_cluster import KafkaCluster, running_cluster
-from tests.helpers import Service, free_port, own_service, wait_for, worker_metrics
+from tests.helpers import RECOUNT_POLL_S, Service, free_port, own_service, wait_for, worker_metrics
 from tests.integration.test_broker_kill import diagnose, post_all, stored_ids
 from tests.integration.test_end_to_end import assert_aggregate_exact, assert_install_stats_exact
 
@@ -39,9 +39,6 @@ TOTAL, BATCH = 30_000, 500
 KILL_AFTER, RESTART_AFTER = 10_000, 20_000
 """The leader is killed with a third of the events accepted and restarted with two thirds:
 events are posted before the kill, while its partitions move, and after its return."""
-RECOUNT_POLL_S = 1.0
-"""A recount of every stored event is polled every second, not ten times a second: each
-costs the service a query over the experiment's rows while it stores."""
 LONGEST_STALL_S = 30.0
 """Posting may pause while the killed leader's partitions move, never longer than this."""
 KEY = "kafka-cluster-key-0123456789abcdefghij"

@@ -67,7 +67,7 @@ def test_the_sequence_finds_a_planted_swap_effect() -> None:
 def test_decision_day_is_the_first_cumulative_look_that_excludes_zero_in_any_row_order() -> None:
     """sequential_decisions on per-(day, install, arm) rows equals evaluating the sequence on
     each day's cumulative per-install counts by hand, whatever order the rows come in."""
-    from analytics.stats.arrangement_table import PerInstallArrays, _sequential_bounds, sequential_decisions
+    from analytics.stats.arrangement_table import PerInstallArrays, sequential_bounds, sequential_decisions
 
     rng = np.random.default_rng(11)
     n, days = 4000, 6
@@ -88,7 +88,7 @@ def test_decision_day_is_the_first_cumulative_look_that_excludes_zero_in_any_row
             mine = arm[upto] == a
             np.add.at(per[:, 2 * a], at[mine], 1.0)
             np.add.at(per[:, 2 * a + 1], at[mine], clicks[upto][mine, 0])
-        low, high = _sequential_bounds(per, {"control": 0, "swap_1_2": 1}, 2, "control", 0.05)[
+        low, high = sequential_bounds(per, {"control": 0, "swap_1_2": 1}, 2, "control", 0.05)[
             ("delta", "swap_1_2")
         ][0]
         if expected is None and (low > 0 or high < 0):
@@ -100,10 +100,10 @@ def test_decision_day_is_the_first_cumulative_look_that_excludes_zero_in_any_row
 
 
 def test_moment_bounds_equal_the_explicit_influences() -> None:
-    """``_sequential_bounds`` takes each sd from the columns' Gram matrix; the explicit
+    """``sequential_bounds`` takes each sd from the columns' Gram matrix; the explicit
     per-install influences (``ratio_influence``, ``gap_influence``, ``interval``) give the
     same intervals, including arms without units, identical installs and two installs."""
-    from analytics.stats.arrangement_table import _sequential_bounds
+    from analytics.stats.arrangement_table import sequential_bounds
 
     rng = np.random.default_rng(5)
     for n, arms in ((2, 2), (3, 3), (60, 3), (5000, 4)):
@@ -115,7 +115,7 @@ def test_moment_bounds_equal_the_explicit_influences() -> None:
             units[:], clicks[:] = 2, 1  # every install on the same ratio: zero spread
         per = np.concatenate([np.column_stack([units[:, a], clicks[:, a]]) for a in range(arms)], axis=1)
         index = {("control" if a == 0 else f"arm{a}"): a for a in range(arms)}
-        got = _sequential_bounds(per.astype(float), index, 4, "control", 0.05)
+        got = sequential_bounds(per.astype(float), index, 4, "control", 0.05)
         want = {}
         ratio = {
             a: sequential.ratio_influence(clicks[:, k].astype(float), units[:, k].astype(float))

@@ -63,7 +63,11 @@ def corrections_json(
     asked = list(family) if family is not None else [("delta", a, r) for a in arms for r in range(1, width)]
     members = [m for m in asked if m[1] in arms and 1 <= m[2] < width and m[0] in ("delta", "beta")]
     tests = family_tests(per_install, index, width, baseline, members, method, level) if members else []
-    sequences = _family_sequences(per_install, index, width, baseline, tests, level) if sequential else None
+    tested = max(sum(1 for t in tests if t.p_value == t.p_value), 1)  # members with a p-value
+    alpha_each = sequence_alpha(1 - level, tested)
+    sequences = None
+    if sequential:
+        sequences = _family_sequences(per_install, index, width, baseline, tests, alpha_each)
     return {
         "method": method,
         "family": "plan" if family is not None else "delta of every arm at every rank shown",
@@ -94,21 +98,26 @@ def corrections_json(
             }
             for i, t in enumerate(tests)
         ],
-        **({} if sequences is None else {"family_sequence": _sequence_note(tests, level)}),
+        **({} if sequences is None else {"family_sequence": _sequence_note(alpha_each, tested)}),
         "untested": [list(m) for m in asked if m not in members],
     }
 
 
 def _family_sequences(
-    per_install: Any, index: dict[str, int], width: int, baseline: str, tests: list[FamilyTest], level: float
+    per_install: Any,
+    index: dict[str, int],
+    width: int,
+    baseline: str,
+    tests: list[FamilyTest],
+    alpha_each: float,
 ) -> list[tuple[float, float]]:
-    """Each member's confidence sequence at alpha / m (``multiplicity.sequence_alpha``), m
-    the members with a p-value: by the union bound all m cover at once *and* at every
-    moment, so a family watched as the study runs may be stopped at will. It is widened to
-    hold the member's family interval where there is one (a superset of a sequence is one
-    too), as Figure 3's sequences hold its bootstrap's intervals."""
-    m = sum(1 for t in tests if t.p_value == t.p_value)
-    bounds = sequential_bounds(per_install, index, width, baseline, sequence_alpha(1 - level, max(m, 1)))
+    """Each member's confidence sequence at ``alpha_each`` = alpha / m
+    (``multiplicity.sequence_alpha``), m the members with a p-value: by the union bound all
+    m cover at once *and* at every moment, so a family watched as the study runs may be
+    stopped at will. It is widened to hold the member's family interval where there is one
+    (a superset of a sequence is one too), as Figure 3's sequences hold its bootstrap's
+    intervals."""
+    bounds = sequential_bounds(per_install, index, width, baseline, alpha_each)
     out = []
     for t in tests:
         own = bounds[(t.quantity, t.arm)][t.rank - 1]
@@ -116,11 +125,10 @@ def _family_sequences(
     return out
 
 
-def _sequence_note(tests: list[FamilyTest], level: float) -> dict[str, Any]:
-    m = max(sum(1 for t in tests if t.p_value == t.p_value), 1)
+def _sequence_note(alpha_each: float, members: int) -> dict[str, Any]:
     return {
-        "alpha_each": (1 - level) / m,
-        "members": m,
+        "alpha_each": alpha_each,
+        "members": members,
         "description": (
             "Bonferroni across the family: each member's confidence sequence at alpha/m, so all "
             "cover at once and at every moment (the always-valid counterpart of the family's "
