@@ -8,6 +8,7 @@ and inserts nothing. Rows ClickHouse refuses are isolated one by one and kept in
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 
 import orjson
@@ -15,14 +16,24 @@ import orjson
 from core.store import Store, StoreError
 from core.store.base import unfound
 from schemas.erased_installs import erased_lookup_sql
-from schemas.sql import quote
+from schemas.sql import quote, split_literal
 from schemas.topics import Family
 from streams.metrics import WorkerMetrics
 from streams.recompute.batch import DecodedBatch
 
 log = logging.getLogger(__name__)
 
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ID_CHUNK = 5000  # event ids per lookup (~200 KB of SQL), inside max_query_size
+
+
+def id_set_sql(ids: list[str]) -> str:
+    """The inside of ``event_id IN (...)``: canonical UUIDs as one comma-joined string split in
+    ClickHouse (parsed ~2x faster than a list of quoted literals), anything else quoted one
+    by one, so an odd id is compared exactly as before."""
+    if all(isinstance(i, str) and _UUID.fullmatch(i) for i in ids):
+        return f"SELECT toUUID(arrayJoin({split_literal(ids)}))"
+    return ", ".join(quote(str(i)) for i in ids)
 
 
 @dataclass
@@ -74,11 +85,11 @@ class RawWriter:
         oldest = min(e["received_at"] for e in batch.events)
         out = []
         for start in range(0, len(batch.events), ID_CHUNK):
-            ids = ", ".join(quote(e["event_id"]) for e in batch.events[start : start + ID_CHUNK])
             out.append(
                 f"SELECT toString(event_id) FROM {family.raw_table} "
                 f"WHERE received_at >= toDateTime64({quote(oldest)}, 3, 'UTC') "
-                f"- INTERVAL {self.horizon_days} DAY AND event_id IN ({ids})"
+                f"- INTERVAL {self.horizon_days} DAY AND event_id IN "
+                f"({id_set_sql([e['event_id'] for e in batch.events[start : start + ID_CHUNK]])})"
             )
         return [*out, *erased]
 

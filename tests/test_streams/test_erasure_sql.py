@@ -42,3 +42,14 @@ def test_the_lookup_is_chunked_inside_max_query_size() -> None:
     queries = erased_lookup_sql(events)
     assert len(queries) == 3 and all(len(q) < 256 * 1024 for q in queries)
     assert erased_lookup_sql([]) == []
+
+
+def test_ids_holding_a_comma_go_as_arrays_with_the_same_answer() -> None:
+    events = [
+        {"event_id": "e,1", "install_id": "install-a"},
+        {"event_id": "e2", "install_id": "install-b"},
+    ]
+    (sql,) = erased_lookup_sql(events)
+    assert "splitByChar" not in sql
+    erased = f"SELECT '{install_hash('install-a')}'"
+    assert rows(sql.replace("SELECT install_hash FROM erased_installs", erased)) == ["e,1"]
