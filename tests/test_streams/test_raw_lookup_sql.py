@@ -9,7 +9,6 @@ import chdb
 from streams.sinks.raw_writer import id_set_sql
 
 
-
 def found(ids: list[str], stored: list[str]) -> list[str]:
     table = f"(SELECT toUUID(arrayJoin([{', '.join(repr(s) for s in stored)}])) AS event_id)"
     sql = f"SELECT toString(event_id) FROM {table} WHERE event_id IN ({id_set_sql(ids)}) ORDER BY 1"
