@@ -5,11 +5,13 @@ Every line is validated by the models of ``POST /v1/events`` and written from it
 so a stored row is exactly what was validated, with its ``received_at`` (the line's own,
 else its ``sent_at``, so importing a file twice gives the same rows).
 
-A chunk in which every line is a valid importable event (an export, the common case)
-is validated in one call into pydantic-core straight from the bytes and written back in
-one call, as one JSON array (ClickHouse's JSONEachRow reads arrays too): no Python dict
-per line and nothing per line to pickle back to the server. Any other chunk is walked
-line by line, to name each rejection with its line number and reason.
+A chunk in which every line is a valid importable event written canonically (an export,
+the common case) is validated by the canonical twins (``ingest/import_twins.py``); any
+other chunk of valid events by the models themselves; either in one call into
+pydantic-core straight from the bytes and written back in one call, as one JSON array
+(ClickHouse's JSONEachRow reads arrays too): no Python dict per line and nothing per line
+to pickle back to the server. Any other chunk is walked line by line, to name each
+rejection with its line number and reason.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pydantic import (
     create_model,
 )
 
+from ingest.import_twins import twins_of, validate_canonical
 from ingest.registered_arms import NO_REGISTRY, Registry, unregistered, without_unregistered
 from ingest.validation import Rejection, validate_batch, without_conflicting_ids
 from schemas.event_types import BY_NAME, EVENT_TYPES, FAMILY_BY_TYPE
@@ -118,6 +121,23 @@ _IMPORTED: Any = Union[tuple(_with_received_at(BY_NAME[t].model) for t in IMPORT
 _CHUNK: TypeAdapter[list[Any]] = TypeAdapter(list[Annotated[_IMPORTED, Field(discriminator="type")]])
 
 
+_TWINS = twins_of(IMPORTABLE_TYPES)
+
+
+def _by_family(adapter: TypeAdapter[list[Any]], models: Sequence[Any], lines: int) -> PreparedChunk:
+    by_family: dict[str, list[Any]] = {}
+    for model in models:
+        by_family.setdefault(FAMILY_BY_TYPE[model.type].name, []).append(model)
+    rows = {name: (adapter.dump_json(group), len(group)) for name, group in by_family.items()}
+    return PreparedChunk(rows=rows, lines=lines)
+
+
+def _canonical(lines: Sequence[bytes], registry: Registry = NO_REGISTRY) -> PreparedChunk | None:
+    """The chunk by the canonical twins (``ingest/import_twins.py``), or None."""
+    models = validate_canonical(_TWINS, lines, registry)
+    return None if models is None else _by_family(_TWINS, models, len(lines))
+
+
 def _whole(lines: Sequence[bytes], registry: Registry = NO_REGISTRY) -> PreparedChunk | None:
     """The chunk validated and written in one call each, or None when any line fails."""
     try:
@@ -132,18 +152,14 @@ def _whole(lines: Sequence[bytes], registry: Registry = NO_REGISTRY) -> Prepared
         return None
     if unregistered(models, registry):
         return None
-    by_family: dict[str, list[Any]] = {}
-    for model in models:
-        by_family.setdefault(FAMILY_BY_TYPE[model.type].name, []).append(model)
-    rows = {name: (_CHUNK.dump_json(group), len(group)) for name, group in by_family.items()}
-    return PreparedChunk(rows=rows, lines=len(lines))
+    return _by_family(_CHUNK, models, len(lines))
 
 
 def prepare_chunk(body: bytes, registry: Registry = NO_REGISTRY) -> PreparedChunk:
     """Parse, validate and serialise one chunk of JSON lines. ``registry``: the arms of the
     registered experiments, as ingest checks them (``ingest/registered_arms.py``)."""
     lines = [line for line in body.split(b"\n") if line.strip()]
-    return _whole(lines, registry) or _line_by_line(body, registry)
+    return _canonical(lines, registry) or _whole(lines, registry) or _line_by_line(body, registry)
 
 
 def _line_by_line(body: bytes, registry: Registry = NO_REGISTRY) -> PreparedChunk:
