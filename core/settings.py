@@ -59,6 +59,11 @@ class Settings(BaseSettings):
 
     # ClickHouse
     clickhouse_url: str = Field("", description="clickhouse://user:pass@host:9000/db of a ClickHouse server.")
+    clickhouse_read_url: str = Field(
+        "",
+        description="The same server as a read-only user, for the read lanes (the board, analysts' "
+        "SQL; unset: clickhouse_url's user).",
+    )
     store_url: str = Field("", description="http://host:port of the process that owns chDB (embedded mode).")
     store_token: SecretStr = Field(SecretStr(""), description="Shared secret for store_url.")
     store_port: int = Field(0, ge=0, le=65535, description="Port of the store (0 = any free).")

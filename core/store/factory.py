@@ -15,7 +15,11 @@ def open_store(settings: Settings, *, own_chdb: bool = False) -> Store:
     if settings.clickhouse_url:
         from core.store.server_store import ServerStore
 
-        return ServerStore(settings.clickhouse_url)
+        return ServerStore(
+            settings.clickhouse_url,
+            read_lanes=settings.store_read_lanes,
+            read_url=settings.clickhouse_read_url,
+        )
     if settings.store_url and not own_chdb:
         from core.store.http_store import HttpStore
 

@@ -1,12 +1,25 @@
-"""A ClickHouse server through clickhouse-driver (the production backend)."""
+"""A ClickHouse server through clickhouse-driver (the production backend), in lanes.
+
+A clickhouse-driver ``Client`` holds one connection and is not thread-safe, so one client
+behind one lock would make an analyst's 30-second query hold up every write of the
+process. As in embedded mode (``chdb_store.py``), the store keeps lanes, each a client
+of its own: the worker's writes (and their own reads), its background recomputes, a
+bounded pool of read lanes for read-only queries (the board, analysts' SQL; connected as
+``read_url``'s user where one is given, a read-only one in ``deploy/``), and control, which
+kills a read whose caller went away (``KILL QUERY`` by the ``query_id`` the read was sent
+with). A heavy read slows other reads at most; it never holds up the pipeline.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import decimal
 import ipaddress
+import logging
 import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -19,7 +32,10 @@ from core.store.base import (
     StoreBusy,
     StoreError,
     StoreUnavailable,
+    unfound,
 )
+
+log = logging.getLogger(__name__)
 
 
 def _jsonable(value: Any) -> Any:
@@ -39,37 +55,67 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-class ServerStore(Store):
-    """One clickhouse-driver connection, serialised by a lock (the driver is not thread-safe)."""
+def _client_of(url: str) -> Any:
+    from clickhouse_driver import Client
 
-    def __init__(self, url: str) -> None:
-        from clickhouse_driver import Client
+    return Client.from_url(url)
 
-        self._client = Client.from_url(url)
-        self._lock = asyncio.Lock()
-        self._structures: dict[str, str] = {}
 
-    async def _run(
-        self, sql: str, params: dict[str, Any] | None = None, *, wait_s: float | None = None, **kw: Any
-    ) -> Any:
-        """Run on the connection once it is free; ``StoreBusy`` after waiting ``wait_s`` for it."""
+class ServerLane:
+    """One client; its calls run one at a time, in a thread (the driver blocks)."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        self.client, self.name = client, name
+        self.lock = asyncio.Lock()
+
+    def run(self, sql: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
         from clickhouse_driver import errors
 
         try:
-            await asyncio.wait_for(self._lock.acquire(), wait_s)
-        except TimeoutError:
-            raise StoreBusy(f"the store connection stayed busy for {wait_s:g} s") from None
-        try:
-            return await asyncio.to_thread(self._client.execute, sql, params, **kw)
+            return self.client.execute(sql, params, **kw)
         except errors.ServerException as exc:
             raise StoreError(str(exc)) from exc
         except (errors.NetworkError, errors.SocketTimeoutError, OSError, EOFError) as exc:
             raise StoreUnavailable(str(exc)) from exc
-        finally:
-            self._lock.release()
+
+    async def __call__(self, sql: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+        async with self.lock:
+            return await asyncio.to_thread(self.run, sql, params, **kw)
+
+    def reset(self) -> None:
+        """Drop the connection (the client opens a new one on its next call): one whose query
+        was killed or failed part-way may still hold that query's output."""
+        with contextlib.suppress(Exception):
+            self.client.disconnect()
+
+
+class ServerStore(Store):
+    """A write lane, a background lane, ``read_lanes`` read lanes and a control lane, each a
+    client of its own. ``connect`` makes a client from a URL (clickhouse-driver's, unless a
+    test gives another)."""
+
+    def __init__(
+        self,
+        url: str,
+        read_lanes: int = 2,
+        read_url: str = "",
+        connect: Callable[[str], Any] = _client_of,
+    ) -> None:
+        self._write = ServerLane(connect(url), "write")
+        self._background = ServerLane(connect(url), "background")
+        self._control = ServerLane(connect(url), "control")
+        self._idle: asyncio.Queue[ServerLane] = asyncio.Queue()
+        for i in range(read_lanes):
+            self._idle.put_nowait(ServerLane(connect(read_url or url), f"read-{i}"))
+        self._lanes = read_lanes
+        self._waiting = 0
+        self._structures: dict[str, str] = {}
+
+    def _lane(self, background: bool) -> ServerLane:
+        return self._background if background else self._write
 
     async def execute(self, sql: str, *, background: bool = False) -> None:
-        await self._run(sql)
+        await self._lane(background)(sql)
 
     async def query(
         self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
@@ -79,8 +125,9 @@ class ServerStore(Store):
         settings: dict[str, Any] = dict(limits.settings()) if limits is not None else {}
         if read_only:
             settings["readonly"] = 1
-        wait_s = limits.max_execution_time_s if limits is not None else None
-        rows, cols = await self._run(sql, with_column_types=True, settings=settings, wait_s=wait_s)
+            rows, cols = await self._read(sql, settings, limits)
+        else:
+            rows, cols = await self._write(sql, with_column_types=True, settings=settings)
         result = QueryResult(
             columns=[c[0] for c in cols],
             types=[c[1] for c in cols],
@@ -90,27 +137,96 @@ class ServerStore(Store):
             limits.check_answer_size(sum(len(orjson.dumps(r, default=str)) for r in result.rows))
         return result
 
-    async def _structure(self, table: str) -> str:
+    async def _read(self, sql: str, settings: dict[str, Any], limits: QueryLimits | None) -> Any:
+        """Run on a free read lane; killed on the server if the caller goes away."""
+        self._waiting += 1
+        try:
+            # an analyst's query waits for a lane at most as long as one may run
+            wait = limits.max_execution_time_s if limits is not None else None
+            lane = await asyncio.wait_for(self._idle.get(), wait)
+        except TimeoutError:
+            raise StoreBusy(f"every read lane stayed busy for {wait:g} s") from None
+        finally:
+            self._waiting -= 1
+        query_id = f"auditstream-read-{uuid.uuid4().hex}"
+        try:
+            task = asyncio.ensure_future(
+                lane(sql, with_column_types=True, settings=settings, query_id=query_id)
+            )
+            try:
+                return await asyncio.shield(task)
+            except asyncio.CancelledError:
+                await self._kill(query_id)
+                with contextlib.suppress(StoreError, StoreUnavailable, asyncio.CancelledError):
+                    await task  # the lane is free again only once the server has let go of it
+                lane.reset()
+                raise
+            except (StoreError, StoreUnavailable):
+                lane.reset()
+                raise
+        finally:
+            self._idle.put_nowait(lane)
+
+    async def _kill(self, query_id: str) -> None:
+        try:
+            await self._control("KILL QUERY WHERE query_id = %(id)s SYNC", {"id": query_id})
+        except (StoreError, StoreUnavailable) as exc:
+            log.warning("could not cancel a read on the server: %s", str(exc)[:200])
+
+    async def status(self) -> dict[str, Any]:
+        busy = self._lanes - self._idle.qsize()
+        return {
+            "read_lanes": self._lanes,
+            "reads_busy": busy,
+            "reads_waiting": self._waiting,
+            "saturated": busy == self._lanes and self._waiting > 0,
+        }
+
+    def _structure(self, lane: ServerLane, table: str) -> str:
+        """The table's columns as ``format()`` wants them (called holding ``lane``)."""
         if table not in self._structures:
-            rows = await self._run(f"DESCRIBE TABLE {table}")
+            rows = lane.run(f"DESCRIBE TABLE {table}")
             self._structures[table] = ", ".join(
                 f"{name} {typ}" for name, typ, default_kind, *_ in rows if default_kind != "ALIAS"
             )
         return self._structures[table]
 
-    async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
-        if not lines:
-            return
-        structure = await self._structure(table)
+    def _insert(self, lane: ServerLane, table: str, lines: bytes) -> None:
+        """Insert JSON lines (called holding ``lane``, in a thread)."""
         sql = (
             f"INSERT INTO {table} SELECT * FROM format(JSONEachRow, %(structure)s, %(data)s) "
             f"SETTINGS {INSERT_SETTINGS}"
         )
-        await self._run(
+        lane.run(
             sql,
-            {"structure": structure, "data": lines.decode()},
+            {"structure": self._structure(lane, table), "data": lines.decode()},
             settings={"max_query_size": len(lines) + 65536},
         )
 
+    async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
+        if lines:
+            lane = self._lane(background)
+            async with lane.lock:
+                await asyncio.to_thread(self._insert, lane, table, lines)
+
+    async def insert_new_json_rows(
+        self, table: str, rows: Sequence[tuple[str, bytes]], lookups: Sequence[str]
+    ) -> set[str]:
+        """The lookups and the insert as one step on the write lane, as in embedded mode; the
+        lane orders this process's writes only (README, "Limits")."""
+        lane = self._write
+        async with lane.lock:  # held across both
+            found: set[str] = set()
+            for sql in lookups:
+                found.update(str(row[0]) for row in await asyncio.to_thread(lane.run, sql))
+            if fresh := unfound(rows, found):
+                await asyncio.to_thread(self._insert, lane, table, b"\n".join(fresh))
+        return found
+
     async def close(self) -> None:
-        await asyncio.to_thread(self._client.disconnect)
+        lanes = [self._write, self._background, self._control]
+        while not self._idle.empty():
+            lanes.append(self._idle.get_nowait())
+        for lane in lanes:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(lane.client.disconnect)

@@ -210,3 +210,31 @@ async def test_a_read_lane_cannot_write_whatever_text_reaches_it(served: tuple[C
         await store.query("CREATE TABLE smuggled (x UInt8) ENGINE = Memory", read_only=True)
     assert (await store.query("SELECT 2", read_only=True, limits=limits)).rows == [[2]]
     assert not (await store.query("EXISTS TABLE smuggled")).rows[0][0]
+
+
+async def test_a_long_analyst_query_never_delays_a_write_in_chdb(served: tuple[ChdbStore, HttpStore]) -> None:
+    """Issue 41's scenario on the embedded path: an analyst's query runs on a read lane
+    while the worker's writes, a batch's lookup-and-insert and a recompute all pass; the
+    query is killed when its caller goes away."""
+    store, remote = served
+    await store.execute("CREATE TABLE w (event_id String) ENGINE = MergeTree ORDER BY event_id")
+    long_read = "SELECT count() FROM system.numbers WHERE NOT ignore(sipHash64(number))"
+    reading = asyncio.ensure_future(
+        remote.query(long_read, read_only=True, limits=QueryLimits(max_execution_time_s=120))
+    )
+    async with asyncio.timeout(60):  # the read has its lane
+        while store._idle.qsize():
+            await asyncio.sleep(0.01)
+    for i in range(3):
+        await asyncio.wait_for(remote.insert_json_rows("w", f'{{"event_id": "a{i}"}}'.encode()), 20)
+        rows = [(f"b{i}", f'{{"event_id": "b{i}"}}'.encode())]
+        await asyncio.wait_for(remote.insert_new_json_rows("w", rows, ["SELECT event_id FROM w"]), 20)
+        await asyncio.wait_for(remote.execute("INSERT INTO w VALUES ('c')", background=True), 20)
+    assert not reading.done()
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    async with asyncio.timeout(60):  # killed in chDB: its lane is free again
+        while not store._idle.qsize():
+            await asyncio.sleep(0.01)
+    assert (await store.query("SELECT count() FROM w")).rows == [[9]]
