@@ -591,7 +591,10 @@ private (chmod 600).
 Proxies: proxy = "http://host:port" per profile (also https:// and socks5://;
 "http://user:password@host:port" for a proxy with a login). Give the control and
 its twin different addresses in the same subnet, as Hannak et al. did, and check a
-profile's exit address before the study. --chromium-arg passes a switch to Chromium,
+profile's exit address before the study. --check fails while a proxy is a placeholder:
+a name reserved for examples (*.example, *.test, *.invalid, example.com), a documentation
+address (192.0.2.0/24, ...) or an address an example file gives (10.0.0.2:3128, ...); or
+while a logged_in profile has no cookies_file. --chromium-arg passes a switch to Chromium,
 e.g. --chromium-arg="--host-resolver-rules=MAP www.google.com 142.250.1.1" pins the
 engine to one address (the paper's static DNS entry).
 
@@ -621,7 +624,12 @@ def serp(
         typer.Option(help="Engine origin override, ENGINE=URL (e.g. google=http://127.0.0.1:8765)"),
     ] = None,
     check: Annotated[
-        bool, typer.Option("--check", help="Validate the study and show its first slots; fetch nothing")
+        bool,
+        typer.Option(
+            "--check",
+            help="Validate the study and show its first slots; fetch nothing. Exits 1 naming "
+            "placeholder proxies and logged_in profiles without cookies_file",
+        ),
     ] = False,
     chromium: ChromiumOpt = "/usr/bin/chromium",
     chromium_arg: ChromiumArgOpt = None,
@@ -647,6 +655,8 @@ def serp(
     states, archive = _crawler_dirs("serp", log_level, metrics_port, data_dir, state_dir, archive_dir)
     if check:
         _print_study_plan(spec)
+    _placeholders(spec, refuse=check)
+    if check:
         return
     browser = BrowserOptions(chromium, tuple(chromium_arg or ()))
     sink, engine_url = _sink(out, url, api_key), endpoints.get(spec.study.engine)
@@ -681,6 +691,18 @@ def _print_opened(summary: StudySummary) -> None:
         f"study {markup_safe(summary.study_id)}: {len(summary.rounds)} of {summary.total_rounds} rounds "
         f"recorded, {len(summary.missed)} missed{finished}"
     )
+
+
+def _placeholders(spec: Study, refuse: bool) -> None:
+    """What the study still has of the examples (``readiness``): named one per line; with
+    --check they fail it (exit 1), before a run they are warnings."""
+    from collectors.serp.readiness import example_proxies, study_problems
+
+    problems = study_problems(spec, example_proxies())
+    for problem in problems:
+        console.print(f"{'[red]' if refuse else '[yellow]'}{markup_safe(problem)}")
+    if problems and refuse:
+        raise fail(f"{len(problems)} setting(s) of the study to fix before it runs (listed above)")
 
 
 def _print_study_plan(spec: Study) -> None:
