@@ -1,4 +1,5 @@
-"""Small things a new user met (issue 40): what `experiment list` and `parse suggestions` print."""
+"""Small things a new user met (issue 40): what `experiment list`, `parse suggestions` and
+`--help` print."""
 
 from __future__ import annotations
 
@@ -63,3 +64,18 @@ def test_parse_suggestions_exits_1_on_a_body_it_cannot_read() -> None:
     assert json.loads(result.stdout)["status"] == "error"  # the parse is still printed
     said = " ".join(result.output.split())
     assert "status error: no google psy-ab suggestions could be read (not JSON" in said
+
+
+def test_every_command_is_in_a_help_panel_by_what_a_user_wants_to_do() -> None:
+    from auditstream import cli
+
+    panels = (cli.RUN, cli.COLLECT, cli.ANALYSE, cli.MANAGE)
+    entries = [(c.name, c.rich_help_panel) for c in cli.app.registered_commands]
+    entries += [(g.name, g.rich_help_panel) for g in cli.app.registered_groups]
+    assert [name for name, panel in entries if panel not in panels] == []  # a new command needs one
+    result = runner.invoke(app, ["--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    text = result.output
+    order = ["Run the service", "│ up ", "Collect data", "│ crawl ", "Analyse", "│ report ", "Manage"]
+    assert [text.index(word) for word in order] == sorted(text.index(word) for word in order)
+    assert "─ Commands ─" not in text
