@@ -45,6 +45,24 @@ async def existing(request: web.Request) -> ExperimentConfig:
     return config
 
 
+def exists_message(old: ExperimentConfig) -> str:
+    """The 409 of a create whose id is taken, saying what to do: a stopped experiment keeps
+    its id (its events, reports and SRM alerts are filed under it) and there is no archive
+    or rename, so a new run needs a new id. ("stop it or pick a new id" sent people to stop
+    it, after which the same create was refused again.)"""
+    new_id = f"{old.experiment_id}-2" if len(old.experiment_id) <= 62 else "another id"
+    if old.status == "stopped":
+        state = f"exists (stopped, end {old.end})"
+        hint = ""
+    else:
+        state = f"exists and is {old.status}"
+        hint = f"; `auditstream experiment stop {old.experiment_id}` ends it, its id stays taken"
+    return (
+        f"experiment {old.experiment_id} {state}: an id is never reused, since its data and "
+        f"reports keep it; register under a new id (e.g. {new_id}){hint}"
+    )
+
+
 async def create(request: web.Request) -> web.Response:
     authorize(request, "admin")
     doc = await read_json(request)
@@ -58,9 +76,8 @@ async def create(request: web.Request) -> web.Response:
     # and the last write won, so five clients held arms the registry did not. (Intake
     # processes sharing a port each have their own lock; the embedded default runs one.)
     async with request.app[CREATING]:
-        if await load(request.app[STORE], config.experiment_id) is not None:
-            message = f"experiment {config.experiment_id} exists; stop it or pick a new id"
-            raise problem(409, "exists", message)
+        if (old := await load(request.app[STORE], config.experiment_id)) is not None:
+            raise problem(409, "exists", exists_message(old))
         await save(request.app[STORE], config)
     request.app[ARMS].note(config)  # its events are checked from now in this process
     return json_response(config.model_dump(mode="json"), status=201)

@@ -797,8 +797,8 @@ WWW_AUTHENTICATE = {"required": True, "schema": {"type": "string", "const": "Bea
 
 
 OUTSIDE_V1 = frozenset({"/metrics"})
-"""The routes outside ``/v1`` the document describes: the one that needs a key (the probes
-and the board's page and files answer anyone and are no API)."""
+"""The routes outside ``/v1`` the document describes: the one that needs a key (the probes,
+the board's page and files, and ``/``, a redirect to the board, answer anyone and are no API)."""
 
 
 def api_routes(app: web.Application) -> set[tuple[str, str]]:

@@ -269,6 +269,10 @@ class BoardExperiment(_Closed):
 class BoardAutocompleteStudy(_Closed):
     study: str
     rounds: int
+    rounds_with_data: int = Field(
+        description="Rounds in which some root fetched something: the board opens on the newest "
+        "study with two (churn and nmi compare rounds)."
+    )
     engines: list[str]
     last: str
 

@@ -26,10 +26,10 @@ from rich.panel import Panel
 
 from core.data_lock import HELD_ENV
 from core.settings import Settings
-from ingest.api_keys import SCOPES
 from ingest.clock import read_offset
 from ingest.producer import PAUSE_FILE
 from schemas.topics import all_topics
+from supervisor.banner import BannerKey, key_line, next_steps
 from supervisor.broker import BrokerError, TansuBroker, create_topics, free_port, port_open
 from supervisor.children import Child, wait_http
 from supervisor.kafka_cluster import KafkaClusterError, KafkaDist, LocalKafka, require_tools
@@ -53,13 +53,14 @@ class Supervisor:
         demo_events: int,
         demo_rate: float,
         api_key: str,
-        shown_key: str | None = None,
+        shown_key: BannerKey | None = None,
     ) -> None:
         self.settings = settings
         self.demo_events = demo_events
         self.demo_rate = demo_rate
         self.api_key = api_key
-        self.shown_key = shown_key or api_key
+        """The demo's key (every scope); "" without a demo when no key was made or given."""
+        self.shown_key = shown_key or BannerKey(api_key)
         """What the banner prints for the key: a key made here (the demo's) is shown once, as
         ``keys create`` shows it; a key given on the command line is not echoed."""
         self.broker: TansuBroker | LocalKafka | None = None
@@ -184,14 +185,18 @@ class Supervisor:
             f"[bold]broker[/]   {broker}",
             f"[bold]store[/]    {store}",
             f"[bold]workers[/]  {s.workers}  (metrics: {', '.join(self.worker_metrics)})",
-            f"[bold]API key[/]  {self.shown_key}  (scopes: {', '.join(SCOPES)})",
+            f"[bold]API key[/]  {key_line(self.shown_key)}",
             f"[bold]logs[/]     {self.log_dir}/",
             "",
-            f"board    {url}/board#key={self.shown_key}",
-            f"try: auditstream report --url {url} --api-key {self.shown_key}",
+            *next_steps(url, self.shown_key, self._data_dir_arg()),
             "Ctrl-C stops everything.",
         ]
         console.print(Panel("\n".join(lines), title="auditstream is up", expand=False))
+
+    def _data_dir_arg(self) -> str:
+        """`` --data-dir DIR`` for a command shown in the banner, unless DIR is the default."""
+        default = Settings.model_fields["data_dir"].default
+        return "" if self.settings.data_dir == default else f" --data-dir {self.settings.data_dir}"
 
     async def start_demo(self) -> None:
         s = self.settings

@@ -121,12 +121,19 @@ def _print_summary(summary: CrawlSummary) -> None:
     for r in summary.roots:
         statuses = " ".join(f"{k}={v}" for k, v in sorted(r.statuses.items()))
         done = ("yes" + (" (capped)" if r.capped else "")) if r.completed else "no"
+        done = "no: fetched nothing" if r.fetched_nothing else done
         table.add_row(*map(plain, (r.engine, r.root, r.n_nodes, r.n_edges, r.n_failed, statuses, done)))
     console.print(table)
     opened = {e: n for e, n in summary.breaker_opened.items() if n}
     if opened:
         console.print(f"[yellow]circuit breaker opened: {markup_safe(opened)}")
     console.print(f"requests: {summary.requests}")
+    if (failed := summary.failed_roots) and len(failed) < len(summary.roots):
+        names = markup_safe(", ".join(f"{r.engine} {r.root!r}" for r in failed[:10]))
+        console.print(
+            f"[yellow]{len(failed)} of {len(summary.roots)} roots fetched nothing (their own request "
+            f"failed) and are not stored as completed: {names}"
+        )
 
 
 def _describe(journal: CrawlJournal) -> str:
@@ -208,8 +215,27 @@ def _run_interruptible(work: Coroutine[Any, Any, R], interrupted: Callable[[], s
         raise fail(str(exc)) from None
 
 
-@app.command()
-@_reflowed
+AUTOCOMPLETE_HELP = """Breadth-first crawl of autocomplete suggestions from each root (RAI).
+
+Each suggestion is submitted as the next query up to --max-depth, never twice in a
+crawl; one autocomplete_node event per submitted node, between crawl_started and
+crawl_completed markers per (engine, root). All roots and engines of one run share
+one crawl id. Every answer is archived for `auditstream crawl reparse`.
+
+A root whose own request failed (offline, blocked) has nothing to crawl: it sends no
+events and is not stored as completed, so reports and the board do not count it. If
+no root fetched anything the command exits 1; if some did, it names the others and
+exits 0 (their data is stored as completed). Run the command again for a new crawl.
+Nodes that fail further down count as n_failed in their root's crawl_completed.
+
+A crash or Ctrl-C keeps the journal: run the same command again (an unfinished
+crawl of the same roots and engines resumes automatically) or pass --resume ID.
+Nodes done before the interruption are not sent again, so resume with the same
+--out or --url (`auditstream crawl reparse` can re-send a whole crawl).
+"""
+
+
+@app.command(help=_reflow(AUTOCOMPLETE_HELP))
 def autocomplete(
     ctx: typer.Context,
     roots: RootsOpt = None,
@@ -246,18 +272,7 @@ def autocomplete(
     metrics_port: MetricsPortOpt = 0,
     log_level: LogLevelOpt = "WARNING",
 ) -> None:
-    """Breadth-first crawl of autocomplete suggestions from each root (RAI).
-
-    Each suggestion is submitted as the next query up to --max-depth, never twice in a
-    crawl; one autocomplete_node event per submitted node, between crawl_started and
-    crawl_completed markers per (engine, root). All roots and engines of one run share
-    one crawl id. Every answer is archived for `auditstream crawl reparse`.
-
-    A crash or Ctrl-C keeps the journal: run the same command again (an unfinished
-    crawl of the same roots and engines resumes automatically) or pass --resume ID.
-    Nodes done before the interruption are not sent again, so resume with the same
-    --out or --url (`auditstream crawl reparse` can re-send a whole crawl).
-    """
+    """Crawl autocomplete suggestions (the help is ``AUTOCOMPLETE_HELP``)."""
     from collectors.autocomplete import runner
 
     states, archive = _crawler_dirs("autocomplete", log_level, metrics_port, data_dir, state_dir, archive_dir)
@@ -267,6 +282,8 @@ def autocomplete(
     limits, hooks = runner.politeness_of(ctx.params), _crawl_hooks(current, progress)
     work = runner.run_planned(plan, store, sink=sink, politeness=limits, archive_dir=archive, hooks=hooks)
     _run_interruptible(work, lambda: f": resume with --resume {current['id']}" if current["id"] else "")
+    if current.get("fetched_nothing"):
+        raise fail(_NOTHING_FETCHED.format(crawl=current["fetched_nothing"]))
 
 
 def _plan_crawl(options: dict[str, Any], store: CrawlStore) -> CrawlPlan:
@@ -280,8 +297,16 @@ def _plan_crawl(options: dict[str, Any], store: CrawlStore) -> CrawlPlan:
         raise fail(str(exc), 2) from None
 
 
+_NOTHING_FETCHED = (
+    "crawl {crawl} fetched nothing: every request failed, so it is not stored as completed and "
+    "reports will not count it. Is this machine online and the engine reachable (see the statuses "
+    "above)? Run the command again for a new crawl."
+)
+
+
 def _crawl_hooks(current: dict[str, str], progress: bool) -> CrawlHooks:
-    """What a terminal shows of a crawl run: start and end lines, tables, progress bars."""
+    """What a terminal shows of a crawl run: start and end lines, tables, progress bars;
+    ``current["fetched_nothing"]`` names the last crawl in which no root fetched anything."""
     from collectors.autocomplete.runner import CrawlHooks
 
     def started(journal: CrawlJournal) -> None:
@@ -292,9 +317,16 @@ def _crawl_hooks(current: dict[str, str], progress: bool) -> CrawlHooks:
         current["id"] = journal.params.crawl_id
         console.print(f"{_describe(journal)} is already finished")
 
+    def finished(summary: CrawlSummary) -> None:
+        _print_summary(summary)
+        if len(summary.failed_roots) == len(summary.roots):
+            current["fetched_nothing"] = summary.crawl_id
+        else:
+            current.pop("fetched_nothing", None)
+
     return CrawlHooks(
         started=started,
-        finished=_print_summary,
+        finished=finished,
         already_done=already_done,
         progress=(lambda: _progress(True)) if progress else None,
         notify=lambda message: console.print(f"[yellow]{markup_safe(message)}"),
@@ -323,7 +355,8 @@ def list_(
             ",".join(f"{e}:{f}" for e, f in p.engines),
             len(p.roots),
             kinds["node"],
-            f"{kinds['completed']}/{len(p.roots) * len(p.engines)}",
+            f"{kinds['completed']}/{len(p.roots) * len(p.engines)}"
+            + (f" ({kinds['failed']} fetched nothing)" if kinds["failed"] else ""),
         )
         table.add_row(*map(plain, cells))
     console.print(table)
@@ -558,7 +591,10 @@ private (chmod 600).
 Proxies: proxy = "http://host:port" per profile (also https:// and socks5://;
 "http://user:password@host:port" for a proxy with a login). Give the control and
 its twin different addresses in the same subnet, as Hannak et al. did, and check a
-profile's exit address before the study. --chromium-arg passes a switch to Chromium,
+profile's exit address before the study. --check fails while a proxy is a placeholder:
+a name reserved for examples (*.example, *.test, *.invalid, example.com), a documentation
+address (192.0.2.0/24, ...) or an address an example file gives (10.0.0.2:3128, ...); or
+while a logged_in profile has no cookies_file. --chromium-arg passes a switch to Chromium,
 e.g. --chromium-arg="--host-resolver-rules=MAP www.google.com 142.250.1.1" pins the
 engine to one address (the paper's static DNS entry).
 
@@ -588,7 +624,12 @@ def serp(
         typer.Option(help="Engine origin override, ENGINE=URL (e.g. google=http://127.0.0.1:8765)"),
     ] = None,
     check: Annotated[
-        bool, typer.Option("--check", help="Validate the study and show its first slots; fetch nothing")
+        bool,
+        typer.Option(
+            "--check",
+            help="Validate the study and show its first slots; fetch nothing. Exits 1 naming "
+            "placeholder proxies and logged_in profiles without cookies_file",
+        ),
     ] = False,
     chromium: ChromiumOpt = "/usr/bin/chromium",
     chromium_arg: ChromiumArgOpt = None,
@@ -614,6 +655,8 @@ def serp(
     states, archive = _crawler_dirs("serp", log_level, metrics_port, data_dir, state_dir, archive_dir)
     if check:
         _print_study_plan(spec)
+    _placeholders(spec, refuse=check)
+    if check:
         return
     browser = BrowserOptions(chromium, tuple(chromium_arg or ()))
     sink, engine_url = _sink(out, url, api_key), endpoints.get(spec.study.engine)
@@ -648,6 +691,18 @@ def _print_opened(summary: StudySummary) -> None:
         f"study {markup_safe(summary.study_id)}: {len(summary.rounds)} of {summary.total_rounds} rounds "
         f"recorded, {len(summary.missed)} missed{finished}"
     )
+
+
+def _placeholders(spec: Study, refuse: bool) -> None:
+    """What the study still has of the examples (``readiness``): named one per line; with
+    --check they fail it (exit 1), before a run they are warnings."""
+    from collectors.serp.readiness import example_proxies, study_problems
+
+    problems = study_problems(spec, example_proxies())
+    for problem in problems:
+        console.print(f"{'[red]' if refuse else '[yellow]'}{markup_safe(problem)}")
+    if problems and refuse:
+        raise fail(f"{len(problems)} setting(s) of the study to fix before it runs (listed above)")
 
 
 def _print_study_plan(spec: Study) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 import sys
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import orjson
 import typer
@@ -84,15 +84,37 @@ def create(
     typer.echo(json_safe(orjson.dumps(created, option=orjson.OPT_INDENT_2).decode()))
 
 
+LIST_COLUMNS = ["experiment_id", "status", "start", "end", "engines", "arms", "unit_mode"]
+
+
+def arm_shares(arms: dict[str, float]) -> dict[str, float]:
+    """Each arm's share of the weights' sum, as extensions are served it: the registry keeps
+    weights as given (the demo's 0.4, someone's 4), so raw ones listed side by side differ."""
+    total = sum(arms.values())
+    return {arm: round(weight / total, 4) if total else 0.0 for arm, weight in arms.items()}
+
+
+def list_rows(items: list[dict[str, Any]], fmt: str) -> list[list[Any]]:
+    """``experiment list`` rows: engines and arms (as shares) as JSON values for --format
+    json, else comma-joined text (``google, bing``; ``control=0.5, swap_1_2=0.5``), never
+    a Python repr."""
+    rows = []
+    for e in items:
+        engines, shares = list(e.get("engines") or []), arm_shares(dict(e.get("arms") or {}))
+        as_json = fmt == "json"
+        shown_engines = engines if as_json else ", ".join(engines)
+        shown_arms = shares if as_json else ", ".join(f"{arm}={share:g}" for arm, share in shares.items())
+        row = [e.get(c) for c in LIST_COLUMNS]
+        row[LIST_COLUMNS.index("engines")], row[LIST_COLUMNS.index("arms")] = shown_engines, shown_arms
+        rows.append(row)
+    return rows
+
+
 @app.command("list")
 def list_(url: Url = "http://127.0.0.1:8080", api_key: ApiKeyOpt = None, format: Format = "table") -> None:
-    """All experiments with their status."""
+    """All experiments with their status, engines and arms (each arm's share of the weights)."""
     items = call_api(url, api_key, "GET", "/v1/experiments")
-    columns = ["experiment_id", "status", "start", "end", "engines", "arms", "unit_mode"]
-    rows = [
-        [str(e.get(c)) if isinstance(e.get(c), list | dict) else e.get(c) for c in columns] for e in items
-    ]
-    print_result({"columns": columns, "rows": rows}, format)
+    print_result({"columns": LIST_COLUMNS, "rows": list_rows(items, format)}, format)
 
 
 @app.command()

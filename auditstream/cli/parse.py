@@ -28,7 +28,11 @@ def suggestions(
     ] = None,
     http_status: Annotated[int, typer.Option(help="HTTP status the body came with")] = 200,
 ) -> None:
-    """Print {query, suggestions: [{rank, text, self_loop, type}], status} as JSON."""
+    """Print {query, suggestions: [{rank, text, self_loop, type}], status} as JSON.
+
+    Exits 1 when the status is error (the body could not be read as the format), so a
+    script notices; blocked and empty are answers the parser recognised (exit 0).
+    """
     from collectors.autocomplete.engines import DEFAULT_FORMAT, FORMATS
     from collectors.autocomplete.parsers import parse_response
 
@@ -43,6 +47,8 @@ def suggestions(
         raise fail(f"cannot read {file}: {exc}", 2) from None
     parsed = parse_response(fmt, body, http_status, query=query)
     typer.echo(json_safe(orjson.dumps(parsed.to_json(), option=orjson.OPT_INDENT_2).decode()))
+    if parsed.status == "error":
+        raise fail(f"status error: no {engine} {fmt} suggestions could be read ({parsed.detail})")
 
 
 @app.command()

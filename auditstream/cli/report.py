@@ -632,12 +632,24 @@ def composition(
     search_share: Annotated[float, typer.Option(help="Share of a site's traffic that comes from search")],
     topk_share: Annotated[float, typer.Option(help="Share of that traffic from the top-k positions")],
     beta: Annotated[float, typer.Option(help="Algorithmic distortion (from `report experiment`)")],
+    format: Annotated[str, typer.Option("--format", help="text or json")] = "text",
 ) -> None:
-    """The paper's §6 composition: search share x top-k share x beta."""
+    """The paper's §6 composition: search share x top-k share x beta.
+
+    Printed as a labelled line (a bare number said nothing of what it was); --format json
+    gives the inputs and the unrounded value as one object.
+    """
     from analytics.stats.arrangement import composition as compose
 
+    if format not in ("text", "json"):
+        raise fail(f"unknown format {format!r}; use text or json", 2)
     try:
         value = compose(search_share, topk_share, beta)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
-    typer.echo(f"{value:.4f}")
+    if format == "json":
+        doc = {"search_share": search_share, "topk_share": topk_share, "beta": beta, "composition": value}
+        typer.echo(orjson.dumps(doc).decode())
+        return
+    inputs = f"search share {search_share:g} x top-k share {topk_share:g} x beta {beta:g}"
+    typer.echo(f"composition {value:.4f} ({inputs})")

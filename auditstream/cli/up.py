@@ -11,6 +11,7 @@ import typer
 from auditstream.cli.common import DataDir, data_dir_held, fail, load_settings
 from core.settings import Settings
 from ingest.api_keys import MIN_KEY_LENGTH, SCOPES, KeyFile
+from supervisor.banner import BannerKey
 from supervisor.broker import BrokerError
 from supervisor.kafka_cluster import KafkaClusterError, KafkaDist, require_tools
 from supervisor.service import Supervisor, run
@@ -85,14 +86,15 @@ def _check_broker(settings: Settings) -> None:
 
 def _up(settings: Settings, api_key: str | None, demo: bool, demo_events: int, demo_rate: float) -> None:
     keys = KeyFile(settings.resolved_keys_file)
-    shown = None
     if api_key:
         keys.create("cli", SCOPES, key=api_key)
-        shown = "<the key given with --api-key>"  # the caller has it; not echoed into logs
+        shown = BannerKey(None, "the key given with --api-key (not shown)")  # not echoed into logs
     elif demo or not any(k.active for k in keys.load()):
         _, api_key = keys.create("demo", SCOPES)
+        shown = BannerKey(api_key)
     else:
-        api_key = "(existing keys; `auditstream keys create` makes a new one)"
+        api_key = ""  # no demo: nothing here needs a key
+        shown = BannerKey(None, f"the keys in {settings.resolved_keys_file} (`auditstream keys list`)")
     # The supervisor only talks to Kafka to create topics; failures there raise. Keep
     # aiokafka's connection chatter (expected while tansu starts) off the console.
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)

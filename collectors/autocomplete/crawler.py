@@ -4,6 +4,12 @@ Per node the order is fetch -> archive -> emit the event -> journal it -> advanc
 frontier. A node is done once journaled; a resumed crawl replays journaled results
 into the frontier instead of requesting them again (see ``bfs`` and ``state``). An
 interrupted node is requested again and its event re-sent with the same event id.
+
+A root whose own request failed (offline, blocked: so every request of it failed) is
+journaled as ``failed`` and sends nothing: its ``crawl_started`` goes out with the root's
+node, only once that succeeded. Stored as completed, it was a crawl with no data that
+reports and the board counted as a round (issue 40); started but never completed, it
+would hold back its round's shock check for good (it waits for every started root).
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ class RootSummary:
     n_failed: int = 0
     completed: bool = False
     capped: bool = False
+    fetched_nothing: bool = False
+    """The root's own request failed: nothing sent to the store, not completed."""
     statuses: Counter[str] = field(default_factory=Counter)
 
 
@@ -60,6 +68,16 @@ class CrawlSummary:
     @property
     def completed(self) -> bool:
         return all(r.completed for r in self.roots)
+
+    @property
+    def ended(self) -> bool:
+        """Nothing left to request: every root completed or fetched nothing (retrying those
+        needs a new crawl id, as their events would reuse this crawl's ids)."""
+        return all(r.completed or r.fetched_nothing for r in self.roots)
+
+    @property
+    def failed_roots(self) -> list[RootSummary]:
+        return [r for r in self.roots if r.fetched_nothing]
 
 
 def check_params(params: CrawlParams) -> None:
@@ -118,6 +136,7 @@ class _RootCrawl:
         self.on_progress = on_progress
         self.frontier = Frontier(root, self.params.max_depth, self.params.node_cap)
         self.summary = RootSummary(self.engine, root)
+        self.started = journal.has("started", self.engine, root)
 
     def _progress(self) -> None:
         if self.on_progress is not None:
@@ -147,10 +166,9 @@ class _RootCrawl:
             s.n_nodes, s.n_edges = done_before["n_nodes"], done_before["n_edges"]
             s.n_failed, s.completed = done_before["n_failed"], True
             return s
+        if (failed := next(self.journal.of("failed", self.engine, self.root), None)) is not None:
+            return self._fetched_nothing(failed["status"])
         replay = {query_key(r["query"]): r for r in self.journal.of("node", self.engine, self.root)}
-        if not self.journal.has("started", self.engine, self.root):
-            await self.sink.emit([started_event(**self._marker())])
-            await self._journal({"kind": "started"})
         self._progress()
         while not f.finished:
             async with asyncio.TaskGroup() as tg:
@@ -159,12 +177,22 @@ class _RootCrawl:
                         self._complete(node.query, record["status"], record["suggestions"])
                     else:
                         tg.create_task(self._visit(node))
+        if s.fetched_nothing:
+            return s
         s.n_nodes, s.n_edges, s.n_failed, s.capped = f.n_nodes, f.n_edges, f.n_failed, f.capped
         done = completed_event(**self._marker(), n_nodes=s.n_nodes, n_edges=s.n_edges, n_failed=s.n_failed)
         await self.sink.emit([done])
         counts = {"n_nodes": s.n_nodes, "n_edges": s.n_edges, "n_failed": s.n_failed}
         await self._journal({"kind": "completed", "capped": s.capped, **counts})
         s.completed = True
+        return s
+
+    def _fetched_nothing(self, status: str) -> RootSummary:
+        s = self.summary
+        s.n_nodes = s.n_failed = 1
+        s.fetched_nothing = True
+        if not s.statuses:  # resumed: the status comes from the journal
+            s.statuses[status] += 1
         return s
 
     async def _journal(self, record: dict[str, Any]) -> None:
@@ -200,8 +228,18 @@ class _RootCrawl:
             status=parsed.status,
             raw_ref=raw_ref,
         )
-        await self.sink.emit([event])
         record = _node_record(self.engine, self.root, node, fetched, raw_ref)
+        if node.depth == 0 and parsed.status in FAILED:
+            await self._journal({**record, "kind": "failed"})  # nothing sent (the module's docstring)
+            self._complete(node.query, parsed.status, record["suggestions"])
+            self._fetched_nothing(parsed.status)
+            return
+        if not self.started:
+            await self.sink.emit([started_event(**self._marker()), event])
+            await self._journal({"kind": "started"})
+            self.started = True
+        else:
+            await self.sink.emit([event])
         await self._journal(record)
         self._complete(node.query, parsed.status, record["suggestions"])
 
@@ -220,7 +258,7 @@ async def run_crawl(
 
     ``adapters`` must be the journal's (engine, format) pairs; their base URLs may
     differ from the first run (endpoints are not part of a crawl's identity).
-    Marks the crawl finished once every root completed.
+    Marks the crawl finished once every root completed or fetched nothing (``ended``).
     """
     params = journal.params
     check_params(params)
@@ -248,6 +286,6 @@ async def run_crawl(
             {e: c.requests for e, c in clients.items()},
             {e: c.breaker.times_opened for e, c in clients.items()},
         )
-    if summary.completed and journal.finished_at is None:
+    if summary.ended and journal.finished_at is None:
         await asyncio.to_thread(journal.finish)
     return summary

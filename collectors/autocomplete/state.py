@@ -3,8 +3,9 @@
 One directory per crawl under the state dir:
 
 - ``crawl.json``: the parameters and ``finished_at``, written atomically (tmp + rename);
-- ``journal.jsonl``: one line per finished step (``started``, ``node``, ``completed``),
-  appended and fsynced before the crawler moves on (``collectors.common.journal``).
+- ``journal.jsonl``: one line per finished step (``started``, ``node``, ``completed``, or
+  ``failed``: a root whose own request failed, see ``crawler``), appended and fsynced before
+  the crawler moves on (``collectors.common.journal``).
 
 The journal, not a snapshot of the queue, is the state: the frontier is a pure
 function of the node results (see ``bfs``), so replaying them rebuilds it exactly, and

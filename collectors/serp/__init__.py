@@ -12,6 +12,8 @@ pure to I/O:
 - ``study``: the study file (TOML), validated; its format is in that module's docstring.
 - ``schedule``: the grid of round slots.
 - ``cookies``: a logged-in profile's ``cookies.txt`` export, read and checked.
+- ``readiness``: what ``--check`` refuses: the examples' placeholder proxies, logged-in
+  profiles without cookies.
 - ``consent``: the consent buttons per engine and what a study does about a wall.
 - ``page``: what a fetcher returns; ``fetchers``: per-profile HTTP (aiohttp) fetchers
   and the opening of a study's fetchers; ``browser``: the browser fetcher (a persistent

@@ -7,6 +7,7 @@ from ``studies.arrangement.read.report.run_experiment_report``, the same functio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -51,22 +52,49 @@ def experiment_index(activity: Iterable[Row], registry: Iterable[Row]) -> list[d
     return sorted(found.values(), key=lambda e: (e["last_day"], e["units"], e["experiment_id"]), reverse=True)
 
 
+CRAWLER_ID = re.compile(r"(?P<study>.+-)\d{8}T\d{6}Z-[0-9a-f]+")
+"""The ids ``crawl autocomplete`` makes: ``<study>-<UTC time>-<hex>`` (``runner.new_crawl_id``)."""
+
+
 def study_prefix(crawl_id: str) -> str:
-    """A crawl's study: its id up to and including the last '-' (``mystudy-2026...`` -> ``mystudy-``)."""
+    """A crawl's study as ``report autocomplete --study`` takes it: ``<study>-`` of an id the
+    crawler made (``realac-20261127T125015Z-1a2b`` -> ``realac-``; cutting at the last '-'
+    made each round a study of its own), else the id up to and including its last '-'
+    (``--crawl-id mystudy-r0003`` -> ``mystudy-``)."""
+    if made := CRAWLER_ID.fullmatch(crawl_id):
+        return made["study"]
     head, sep, _ = crawl_id.rpartition("-")
     return head + sep if head else crawl_id
 
 
 def autocomplete_index(crawls: Iterable[Row]) -> list[dict[str, Any]]:
-    """Autocomplete studies (crawl id prefixes) with their rounds and engines, newest first."""
+    """Autocomplete studies (crawl id prefixes) with their rounds (crawl ids), the rounds in
+    which some root fetched something, and their engines, newest first.
+
+    ``rounds_with_data`` lets the board open on a study it can draw (churn and nmi compare
+    rounds): one failed crawl, the newest, must not replace the panels with empty ones.
+    """
     studies: dict[str, dict[str, Any]] = {}
     for row in crawls:
         prefix = study_prefix(row["crawl_id"])
-        entry = studies.setdefault(prefix, {"study": prefix, "rounds": 0, "engines": set(), "last": ""})
-        entry["rounds"] += 1
+        entry = studies.setdefault(
+            prefix, {"study": prefix, "rounds": set(), "with_data": set(), "engines": set(), "last": ""}
+        )
+        entry["rounds"].add(row["crawl_id"])
+        if int(row["fetched_roots"]):
+            entry["with_data"].add(row["crawl_id"])
         entry["engines"].add(row["engine"])
         entry["last"] = max(entry["last"], row["completed_at"])
-    out = [{**s, "engines": sorted(s["engines"])} for s in studies.values()]
+    out = [
+        {
+            "study": s["study"],
+            "rounds": len(s["rounds"]),
+            "rounds_with_data": len(s["with_data"]),
+            "engines": sorted(s["engines"]),
+            "last": s["last"],
+        }
+        for s in studies.values()
+    ]
     return sorted(out, key=lambda s: (s["last"], s["study"]), reverse=True)
 
 

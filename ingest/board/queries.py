@@ -33,10 +33,11 @@ REGISTRY_SQL = "SELECT experiment_id, status, engines FROM experiments"
 """Registered experiments (some may have no data yet)."""
 
 AUTOCOMPLETE_CRAWLS_SQL = (
-    "SELECT crawl_id, engine, count() AS roots, toString(max(completed_at)) AS completed_at "
-    "FROM autocomplete_crawls GROUP BY crawl_id, engine"
+    "SELECT crawl_id, engine, count() AS roots, countIf(n_nodes > n_failed) AS fetched_roots, "
+    "toString(max(completed_at)) AS completed_at FROM autocomplete_crawls GROUP BY crawl_id, engine"
 )
-"""Completed autocomplete crawls, to offer their studies (crawl id prefixes)."""
+"""Completed autocomplete crawls, to offer their studies (crawl id prefixes), with the roots
+that fetched something (a crawl whose every request failed is no data to open the board on)."""
 
 PERSONALIZATION_STUDIES_SQL = (
     "SELECT study_id, count() AS rounds, toString(max(round_started_at)) AS last_round "

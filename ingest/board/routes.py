@@ -134,6 +134,12 @@ def _int_param(request: web.Request, name: str, default: int, low: int, high: in
     return value
 
 
+async def to_board(request: web.Request) -> web.Response:
+    """``/`` is the address a person types: the board is what there is to see (it answered a
+    JSON 404). Answered, not raised: the error middleware turns a raised one into JSON."""
+    return web.Response(status=302, headers={"Location": "/board"})
+
+
 async def page(request: web.Request) -> web.Response:
     return web.Response(
         body=request.app[ASSET_FILES].page, content_type="text/html", charset="utf-8", headers=PAGE_HEADERS
@@ -253,6 +259,7 @@ def add_routes(app: web.Application, settings: Settings, store: Store, in_proces
             await stop_deadline.stage("board's compute process", child.shutdown)
 
     app.cleanup_ctx.append(lifetime)
+    app.router.add_get("/", to_board)
     app.router.add_get("/board", page)
     app.router.add_get("/board/static/{name}", asset)
     app.router.add_get("/v1/board/index", index)

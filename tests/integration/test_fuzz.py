@@ -57,6 +57,7 @@ ROUTES = [
     ("POST", "/v1/experiments/fuzz-exp/plan/freeze-quintiles"),
     ("GET", "/v1/experiments/fuzz-exp/plan/deviations"),
     ("POST", "/v1/experiments/fuzz-exp/pilot-world"),
+    ("GET", "/"),
     ("GET", "/board"),
     ("GET", "/board/static/board.js"),
     ("GET", "/v1/board/index"),
@@ -75,7 +76,7 @@ ROUTES = [
     ("POST", "/v1/reports/timeline"),
     ("GET", "/v1/openapi.json"),
 ]
-OTHER_PATHS = ["/", "/v1/event", "/v1/events/", "/v1/sql/x", "/v2/events", "/board/static/../../etc/passwd",
+OTHER_PATHS = ["/x", "/v1/event", "/v1/events/", "/v1/sql/x", "/v2/events", "/board/static/../../etc/passwd",
                "/v1/experiments/%00", "/v1/experiments/" + "x" * 300, "/v1/board/experiments/"]  # fmt: skip
 
 

@@ -88,10 +88,14 @@ def test_db_migrate_on_embedded_chdb_is_idempotent(tmp_path: Path) -> None:
 
 
 def test_composition() -> None:
-    result = runner.invoke(
-        app, ["report", "composition", "--search-share", "0.8", "--topk-share", "0.7", "--beta", "0.44"]
-    )
-    assert result.exit_code == 0 and result.stdout.strip() == "0.2464"
+    args = ["report", "composition", "--search-share", "0.8", "--topk-share", "0.7", "--beta", "0.44"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "composition 0.2464 (search share 0.8 x top-k share 0.7 x beta 0.44)"
+    as_json = runner.invoke(app, [*args, "--format", "json"])
+    assert as_json.exit_code == 0, as_json.output
+    doc = json.loads(as_json.stdout)
+    assert doc["composition"] == pytest.approx(0.2464) and doc["beta"] == 0.44 and len(doc) == 4
     bad = runner.invoke(
         app, ["report", "composition", "--search-share", "1.8", "--topk-share", "0.7", "--beta", "0.44"]
     )

@@ -14,6 +14,7 @@ import itertools
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -324,11 +325,46 @@ def test_captcha_pages_open_the_circuit_breaker_and_the_cli_says_so(
     assert "circuit breaker closed for google" in output
     hits = server.hits
     assert hits[2].at - hits[1].at >= 0.4  # the engine paused (the breaker opened after hits[1])
+    # the two roots blocked at their own request fetched nothing: no events, not completed
+    assert "2 of 3 roots fetched nothing (their own request failed) and are not stored as completed" in output
     events = read_events(tmp_path / "events.jsonl")
     got = nodes(events)
-    assert sum(e["status"] == "blocked" for e in got.values()) == 2
-    assert {e["status"] for e in got.values()} == {"blocked", "ok"}
-    assert sum(e["n_failed"] for e in events if e["type"] == "crawl_completed") == 2
+    assert {e["status"] for e in got.values()} == {"ok"} and len({e["root"] for e in got.values()}) == 1
+    (done,) = [e for e in events if e["type"] == "crawl_completed"]
+    (started,) = [e for e in events if e["type"] == "crawl_started"]
+    assert done["root"] == started["root"] and done["n_failed"] == 0
+    blocked = {h.query for h in hits[:2]}
+    assert blocked == {"r1", "r2", "r3"} - {done["root"]}
+
+
+def closed_port() -> int:
+    """A port nothing listens on: a request to it fails at once, as offline."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_crawl_that_fetched_nothing_is_not_completed_and_exits_1(tmp_path: Path) -> None:
+    """Issue 40: offline, a crawl ended "error=1 ... done yes", exit 0, and stored
+    crawl_completed; `report autocomplete` then found no completed crawl."""
+    url = f"http://127.0.0.1:{closed_port()}"
+    args = cli_args(tmp_path, url, ["alpha", "beta"], "--retries", "1", "--study", "mystudy")
+    result = runner.invoke(app, args, terminal_width=200)
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert "fetched nothing: every request failed, so it is not stored as completed" in output
+    assert "Is this machine online and the engine reachable" in output
+    assert output.count("no: fetched nothing") == 2
+    events = tmp_path / "events.jsonl"
+    assert not events.exists() or read_events(events) == []  # nothing went to the store
+    (info,) = CrawlStore(tmp_path / "state").list()
+    assert info.finished_at is not None and [r["kind"] for r in info.records()] == ["failed", "failed"]
+    listed = runner.invoke(app, ["crawl", "list", "--state-dir", str(tmp_path / "state")], terminal_width=200)
+    assert "0/2 (2 fetched nothing)" in listed.output
+
+    again = runner.invoke(app, args, terminal_width=200)  # the same command: a new crawl, not a resume
+    assert again.exit_code == 1 and "already finished" not in again.output
+    assert len(CrawlStore(tmp_path / "state").list()) == 2
 
 
 def test_a_request_queued_behind_the_answer_that_opened_the_breaker_waits_out_the_pause(

@@ -46,16 +46,68 @@ def test_study_prefix_is_the_id_up_to_its_last_dash(crawl_id: str, prefix: str) 
     assert crawl_id.startswith(prefix)
 
 
+@pytest.mark.parametrize(
+    ("crawl_id", "prefix"),
+    [
+        ("realac-20261127T125015Z-a1b2", "realac-"),
+        ("my-study.v2-20261127T125016Z-00ff", "my-study.v2-"),
+        ("ac-20261127T125017Z-9c3e", "ac-"),
+    ],
+)
+def test_the_study_of_a_crawl_id_the_crawler_made_is_its_study_name(crawl_id: str, prefix: str) -> None:
+    """Issue 40: ``<study>-<UTC>-<hex>`` was cut at its last '-', one study per round."""
+    from collectors.autocomplete.runner import new_crawl_id
+
+    assert panels.study_prefix(crawl_id) == prefix
+    assert panels.study_prefix(new_crawl_id(study="my-study.v2")) == "my-study.v2-"
+
+
+def crawl_row(crawl_id: str, engine: str, completed_at: str, roots: int = 2, fetched: int = 2) -> dict:
+    return {
+        "crawl_id": crawl_id,
+        "engine": engine,
+        "roots": roots,
+        "fetched_roots": fetched,
+        "completed_at": completed_at,
+    }
+
+
 def test_autocomplete_index_groups_rounds_by_study_newest_first() -> None:
     crawls = [
-        {"crawl_id": "old-g-r0001", "engine": "google", "roots": 4, "completed_at": "2026-01-01 00:00:00"},
-        {"crawl_id": "new-r0001", "engine": "bing", "roots": 2, "completed_at": "2026-02-01 00:00:00"},
-        {"crawl_id": "new-r0002", "engine": "google", "roots": 2, "completed_at": "2026-02-02 00:00:00"},
+        crawl_row("old-g-r0001", "google", "2026-01-01 00:00:00", roots=4, fetched=4),
+        crawl_row("new-r0001", "bing", "2026-02-01 00:00:00"),
+        crawl_row("new-r0002", "google", "2026-02-02 00:00:00"),
     ]
     assert panels.autocomplete_index(crawls) == [
-        {"study": "new-", "rounds": 2, "engines": ["bing", "google"], "last": "2026-02-02 00:00:00"},
-        {"study": "old-g-", "rounds": 1, "engines": ["google"], "last": "2026-01-01 00:00:00"},
+        {
+            "study": "new-",
+            "rounds": 2,
+            "rounds_with_data": 2,
+            "engines": ["bing", "google"],
+            "last": "2026-02-02 00:00:00",
+        },
+        {
+            "study": "old-g-",
+            "rounds": 1,
+            "rounds_with_data": 1,
+            "engines": ["google"],
+            "last": "2026-01-01 00:00:00",
+        },
     ]
+
+
+def test_autocomplete_index_counts_a_round_once_and_only_rounds_that_fetched_as_data() -> None:
+    """Three rounds of ``--study realac`` are one study of three rounds (on two engines, still
+    three), and a round whose every root failed is a round without data."""
+    crawls = [
+        crawl_row("realac-20261127T125015Z-a1b2", "google", "2026-11-27 12:50:20"),
+        crawl_row("realac-20261127T125015Z-a1b2", "bing", "2026-11-27 12:50:21"),
+        crawl_row("realac-20261127T125016Z-0c0d", "google", "2026-11-27 12:50:22"),
+        crawl_row("realac-20261127T125017Z-e5f6", "google", "2026-11-27 12:50:23", fetched=0),
+    ]
+    (study,) = panels.autocomplete_index(crawls)
+    assert (study["study"], study["rounds"], study["rounds_with_data"]) == ("realac-", 3, 2)
+    assert study["engines"] == ["bing", "google"]
 
 
 def test_experiment_index_merges_data_and_registry() -> None:

@@ -83,6 +83,16 @@ async def test_page_and_assets_need_no_key_and_allow_nothing_foreign(app: App) -
     assert store.queries == []  # the page itself reads nothing
 
 
+async def test_the_root_sends_a_person_to_the_board(app: App) -> None:
+    """Issue 40: `/` answered a JSON 404; it is where a newcomer types the address."""
+    client, _, store = app
+    resp = await client.get("/", allow_redirects=False)
+    assert resp.status == 302 and resp.headers["Location"] == "/board"
+    followed = await client.get("/")
+    assert followed.status == 200 and followed.content_type == "text/html"
+    assert store.queries == []
+
+
 @pytest.mark.parametrize(
     "path",
     [

@@ -1,6 +1,14 @@
 // The selectors' choices from the board's index (GET /v1/board/index): what is chosen when
-// nothing is yet (the first experiment, Google, the newest autocomplete and personalization
-// study) and the options of each <select>, as [value, label] pairs. Pure.
+// nothing is yet (the first experiment, Google, the autocomplete study of `defaultStudy`, the
+// newest personalization study) and the options of each <select>, as [value, label] pairs. Pure.
+
+// The autocomplete study the board opens on: the newest with two rounds that fetched something
+// (churn and nmi compare rounds), else the newest with one, else the newest. Not merely the
+// newest: one failed crawl would replace the panels with empty ones.
+export function defaultStudy(studies) {
+  const withData = (n) => studies.find((st) => st.rounds_with_data >= n);
+  return (withData(2) ?? withData(1) ?? studies[0])?.study ?? "";
+}
 
 // current: {experiment, engine, ac, ps} as in fragment.js. Returns the same fields, chosen,
 // and `options`: {experiment, engine, ac, ps}.
@@ -17,7 +25,7 @@ export function choose(index, current) {
   if (!engines.includes(engine)) engine = engines.includes("google") ? "google" : engines[0];
 
   const studies = index.autocomplete_studies;
-  if (ac === null) ac = studies.length ? studies[0].study : "";
+  if (ac === null) ac = defaultStudy(studies);
   const acOptions = [["", "every crawl"], ...studies.map((st) => [st.study, `${st.study}* (${st.engines.join(", ")})`])];
   if (ac && !studies.some((st) => st.study === ac)) acOptions.push([ac, `${ac}*`]);
 

@@ -1,11 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { choose } from "../selection.js";
+import { choose, defaultStudy } from "../selection.js";
 import { fixture } from "./helpers.mjs";
 
 const NOTHING = { experiment: "", engine: "", ac: null, ps: "" };
 
-test("with nothing chosen: the first experiment, Google, the newest studies", () => {
+test("with nothing chosen: the first experiment, Google, the newest studies with data", () => {
   const c = choose(fixture("index"), NOTHING);
   assert.deepEqual([c.experiment, c.engine, c.ac, c.ps], ["demo-exp", "google", "board-ac-", "board-pers"]);
   assert.deepEqual(c.options.experiment, [["demo-exp", "demo-exp (running)"], ["old-exp", "old-exp"]]);
@@ -33,4 +33,18 @@ test("an empty service offers 'none yet'", () => {
   const c = choose({ experiments: [], autocomplete_studies: [], personalization_studies: [] }, NOTHING);
   assert.deepEqual([c.experiment, c.engine, c.ac, c.ps], ["", "google", "", ""]);
   assert.deepEqual(c.options, { experiment: [["", "none yet"]], engine: [["google", "google"]], ac: [["", "every crawl"]], ps: [["", "none yet"]] });
+});
+
+test("the board opens on the newest autocomplete study it can draw, not merely the newest", () => {
+  const study = (name, rounds, withData) => ({ study: name, rounds, rounds_with_data: withData, engines: ["google"], last: "" });
+  const failed = study("mystudy-", 1, 0); // issue 40: one crawl that fetched nothing, the newest
+  const single = study("once-", 1, 1);
+  const demo = study("ac-demo-", 6, 6);
+  assert.equal(defaultStudy([failed, single, demo]), "ac-demo-");
+  assert.equal(defaultStudy([failed, single]), "once-");
+  assert.equal(defaultStudy([failed]), "mystudy-");
+  assert.equal(defaultStudy([]), "");
+  const index = { experiments: [], autocomplete_studies: [failed, demo], personalization_studies: [] };
+  assert.equal(choose(index, NOTHING).ac, "ac-demo-");
+  assert.equal(choose(index, { ...NOTHING, ac: "mystudy-" }).ac, "mystudy-"); // a chosen study stays
 });
