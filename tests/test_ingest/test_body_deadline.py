@@ -84,10 +84,15 @@ async def exchange(port: int, head: str, body_parts: list[bytes], every_s: float
                     name, value = line.split(":", 1)
                     headers[name.strip().lower()] = value.strip()
             body = await reader.readexactly(int(headers["content-length"]))
+        sender.cancel()  # the answer is in: the client sends no more
         closed = False
-        with contextlib.suppress(TimeoutError, ConnectionError):
+        try:
             async with asyncio.timeout(2):
                 closed = await reader.read() == b""
+        except ConnectionError:  # reset by the server (a part sent as it closed): closed too
+            closed = True
+        except TimeoutError:
+            pass
         return Answer(int(status_line.split()[1]), headers, body, after_s, closed)
     finally:
         sender.cancel()
