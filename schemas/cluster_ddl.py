@@ -120,7 +120,7 @@ _CREATE_VIEW = re.compile(
 _CREATE_MV = re.compile(
     rf"CREATE\s+MATERIALIZED\s+VIEW\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?{_NAME}\s+(?P<rest>.*)", _FLAGS
 )
-_MV_TO = re.compile(r"TO\s+`?(?P<target>\w+)`?(?P<rest>\s.*)", _FLAGS)
+_MV_TO = re.compile(r"TO\s+`?(?P<target>\w+)`?(?P<rest>\W.*)", _FLAGS)
 _ALTER = re.compile(rf"ALTER\s+TABLE\s+{_NAME}\s+(?P<rest>.*)", _FLAGS)
 _DROP = re.compile(rf"DROP\s+(?P<kind>TABLE|VIEW)\s+(?P<ie>IF\s+EXISTS\s+)?{_NAME}(?:\s+SYNC)?\Z", _FLAGS)
 _TRUNCATE = re.compile(rf"TRUNCATE\s+(?:TABLE\s+)?(?P<ie>IF\s+EXISTS\s+)?{_NAME}\Z", _FLAGS)
@@ -306,16 +306,17 @@ _RENDERERS = (
 def _with_insert_settings(sql: str) -> str:
     """``sql`` (an INSERT) with ``INSERT_SETTINGS`` it does not set itself: before ``VALUES``
     or ``FORMAT`` in those forms, else added to (or as) the trailing ``SETTINGS`` clause,
-    which ClickHouse applies to the INSERT of an ``INSERT ... SELECT``."""
+    which ClickHouse applies to the INSERT of an ``INSERT ... SELECT``. The form is the
+    first keyword after the table (a column list is in parentheses)."""
     depths = _depths(sql)
-    settings = _top_level(sql, depths, r"\bSETTINGS\b")
-    data = _top_level(sql, depths, r"\b(VALUES|FORMAT)\b")
+    body = next(iter(_top_level(sql, depths, r"\b(SELECT|WITH|VALUES|FORMAT|SETTINGS)\b")), len(sql))
+    settings = [i for i in _top_level(sql, depths, r"\bSETTINGS\b") if i > body]
     clause = sql[settings[-1] :] if settings else ""
     added = ", ".join(f"{k} = {v}" for k, v in INSERT_SETTINGS.items() if not re.search(rf"\b{k}\b", clause))
-    if data:
-        if settings and settings[0] < data[0]:
-            raise ValueError(f"an INSERT with SETTINGS before its data: {_head(sql)}")
-        return f"{sql[: data[0]]}SETTINGS {added}\n{sql[data[0] :]}"
+    if re.match(r"VALUES|FORMAT", sql[body:], _FLAGS):
+        return f"{sql[:body]}SETTINGS {added}\n{sql[body:]}"
+    if not re.match(r"SELECT|WITH", sql[body:], _FLAGS):
+        raise ValueError(f"an INSERT with SETTINGS before its data, or no data: {_head(sql)}")
     if not settings:
         return f"{sql}\nSETTINGS {added}"
     if not re.fullmatch(r"SETTINGS\s+\w+\s*=\s*[^,()]+(\s*,\s*\w+\s*=\s*[^,()]+)*", clause.strip(), _FLAGS):

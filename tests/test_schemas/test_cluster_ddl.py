@@ -182,6 +182,10 @@ def test_an_insert_through_a_distributed_table_is_synchronous_and_may_join_other
     assert cs(values) == [f"INSERT INTO agg_arrangement_looks (arm) SETTINGS {wanted}\nVALUES ('a')"]
     nested = "INSERT INTO agg_arrangement_install SELECT * FROM (SELECT 1 SETTINGS max_threads = 1)"
     assert cs(nested) == [f"{nested}\nSETTINGS {wanted}"]
+    named = "INSERT INTO agg_arrangement_install (format) SELECT format, values FROM x"
+    assert cs(named) == [f"{named}\nSETTINGS {wanted}"]
+    with pytest.raises(ValueError, match="SETTINGS before its data"):
+        cs("INSERT INTO agg_arrangement_install SETTINGS max_threads = 1 SELECT 1")
 
 
 def test_views_are_created_on_every_node_and_read_the_distributed_tables() -> None:
@@ -200,6 +204,8 @@ def test_a_materialized_view_writes_its_shards_local_table() -> None:
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS mv {ON} TO agg_arrangement_10s_local AS "
         "SELECT install_id, 'raw_extension_events' AS src FROM raw_extension_events_local"
     )
+    (listed,) = cs("CREATE MATERIALIZED VIEW mv TO agg_arrangement_10s(install_id String) AS SELECT 1")
+    assert f"mv {ON} TO agg_arrangement_10s_local(install_id String) AS" in listed
     with pytest.raises(ValueError, match="sharded differently"):
         cs("CREATE MATERIALIZED VIEW mv TO agg_clicks_by_rank_10s AS SELECT 1 FROM raw_extension_events")
     with pytest.raises(ValueError, match="TO table"):
