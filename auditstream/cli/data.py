@@ -139,22 +139,46 @@ def migrate(
     clickhouse_url: Annotated[
         str | None, typer.Option("--clickhouse-url", help="\\[env: AUDITSTREAM_CLICKHOUSE_URL]")
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            help="Apply the cluster layout ON CLUSTER NAME: replicated tables, a Distributed table "
+            "per raw and derived table (deploy/README.md, Beyond one machine)",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the statements an empty server (or cluster) gets; connect to none"
+        ),
+    ] = False,
 ) -> None:
     """Apply pending DDL migrations (idempotent). `auditstream up` does this at start."""
+    from schemas.migrate import migration_plan
 
+    try:
+        plan = migration_plan(cluster)  # also checks the cluster name and every table's layout
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+    if dry_run:
+        sys.stdout.write("".join(f"{statement};\n\n" for statement in plan))
+        return
     settings = load_settings(data_dir=data_dir, clickhouse_url=clickhouse_url)
+    if cluster and not settings.clickhouse_url:
+        raise fail("--cluster needs a ClickHouse server (--clickhouse-url), not the embedded store", 2)
     with data_dir_held(settings, exclusive=False):
-        _migrate(settings)
+        _migrate(settings, cluster)
 
 
-def _migrate(settings: Settings) -> None:
+def _migrate(settings: Settings, cluster: str | None) -> None:
     from core.store import StoreError, open_store
     from schemas.migrate import migrate as run
 
     async def go() -> list[str]:
         store = open_store(settings)
         try:
-            return await run(store)
+            return await run(store, cluster)
         finally:
             await store.close()
 
