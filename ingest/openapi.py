@@ -633,8 +633,9 @@ OPERATIONS: tuple[Operation, ...] = (
         merged(JSON_BODY, {400: ("bad_request",), 503: ("store_unavailable", "recompute_busy")}),
         body=RecomputeIn,
         headers={"Location": {"required": True, "schema": {"type": "string"}, "description": RECOMPUTE_AT}},
-        rules=f"At most {MAX_RECOMPUTE} days and {MAX_RECOMPUTE} studies, each done once however often "
-        "it is named, in the background (about 0.1 s each): the answer is its state, `Location` "
+        rules=f"At most {MAX_RECOMPUTE} days and {MAX_RECOMPUTE} studies of each kind, each done once "
+        "however often it is named, in the background (about 0.1 s a day; a crawler study's "
+        "analyses take longer, as many as it has crawls or rounds): the answer is its state, `Location` "
         "where to poll it. The same work already running is not started again (its state is "
         "answered).",
     ),

@@ -211,6 +211,15 @@ class ImportSpan(_Closed):
     day_start: int = Field(description="UTC midnight, unix seconds.")
 
 
+class ImportCrawlStudy(_Closed):
+    engine: str
+    study_id: str
+
+
+class ImportSerpStudy(_Closed):
+    study_id: str
+
+
 class ImportAnswer(_Closed):
     lines: int = Field(ge=0)
     accepted: int = Field(ge=0)
@@ -220,6 +229,10 @@ class ImportAnswer(_Closed):
     rejected_by_reason: dict[str, int]
     rejected: list[ImportRejection] = Field(description="The first 100 rejections.")
     spans: list[ImportSpan] = Field(description="Days to send back to `/v1/import/recompute`.")
+    crawl_studies: list[ImportCrawlStudy] = Field(
+        description="Autocomplete studies (their completion markers' `study_id`, per engine) to send back."
+    )
+    serp_studies: list[ImportSerpStudy] = Field(description="Personalization studies to send back.")
 
 
 class RecomputeState(_Closed):
@@ -230,7 +243,10 @@ class RecomputeState(_Closed):
     status: Literal["running", "done", "failed"]
     days: int = Field(ge=0, description="Days to recompute (each named once).")
     installs: int = Field(ge=0, description="Studies whose installs to recompute (each named once).")
-    steps: int = Field(ge=0, description="days + installs.")
+    studies: int = Field(
+        ge=0, description="Autocomplete and personalization studies whose analyses to recompute."
+    )
+    steps: int = Field(ge=0, description="days + installs + studies.")
     done: int = Field(ge=0, description="Steps done.")
     error: Literal["store_unavailable", "store_refused", "interrupted", "internal_error"] | None = Field(
         None, description="Why a failed recompute stopped (send it again)."
