@@ -20,6 +20,7 @@ from ingest.planted import PlantedValue
 from ingest.validation import REASONS
 from schemas.analysis_plan import AnalysisPlan
 from schemas.events import Engine, Ident
+from schemas.experiments import ExperimentConfig
 from studies.arrangement.answers import (
     INTERVAL_GUARANTEES,
     Corrections,
@@ -233,6 +234,49 @@ class ImportAnswer(_Closed):
         description="Autocomplete studies (their completion markers' `study_id`, per engine) to send back."
     )
     serp_studies: list[ImportSerpStudy] = Field(description="Personalization studies to send back.")
+
+
+class ExportColumn(_Closed):
+    name: str
+    type: str = Field(description="Its ClickHouse type.")
+
+
+class ExportTableInfo(_Closed):
+    """One table of a study's export."""
+
+    name: str
+    events: str | None = Field(
+        description="The event family whose raw events these are (written as `auditstream import` "
+        "reads them); null for a result table."
+    )
+    key: list[str] = Field(description="The columns that order the rows and page through them (unique).")
+    columns: list[ExportColumn]
+    rows: int = Field(ge=0, description="Its rows in the study when the manifest was answered.")
+    documented_as: list[str] = Field(description="The sections of schemas/clickhouse/README.md about it.")
+
+
+class ExportManifest(_Closed):
+    """What an export of a study holds, and the study's registration and plan."""
+
+    kind: Literal["arrangement", "autocomplete", "personalization"]
+    study: str
+    study_is: str = Field(description="What the study id is for this kind, in words.")
+    selected_by: str = Field(description="The SQL condition that selects the study's rows.")
+    exported_at: str = Field(description="The service's clock, UTC (YYYY-MM-DD HH:MM:SS.fff).")
+    version: str = Field(description="The service's auditstream version.")
+    tables: list[ExportTableInfo]
+    registration: ExperimentConfig | None = Field(description="The experiment as registered (arrangement).")
+    plan: PlanOut | None = Field(description="Its analysis plan and the plan's history (arrangement).")
+
+
+class ExportPage(_Closed):
+    """One page of a study's table, in key order."""
+
+    table: str
+    columns: list[str]
+    types: list[str] = Field(description="ClickHouse type of each column.")
+    rows: list[list[Any]]
+    next: str | None = Field(description="Send as `after` for the next page; null after the last.")
 
 
 class RecomputeState(_Closed):
