@@ -8,6 +8,7 @@ from auditstream.cli import (
     crawl,
     data,
     experiment,
+    export,
     extension,
     figures,
     importing,
@@ -36,6 +37,7 @@ app.command("worker")(services.worker)
 app.command("store")(services.store)
 app.command("sql")(data.sql)
 app.command("import")(importing.import_events)
+app.command("export")(export.export)
 app.command("figures")(figures.figures)
 app.add_typer(report.app, name="report")
 app.add_typer(experiment.app, name="experiment")
