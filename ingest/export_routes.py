@@ -86,9 +86,18 @@ def _after(request: web.Request) -> Any:
         ) from None
 
 
-async def _query(request: web.Request, sql: str, limits: QueryLimits | None = None) -> QueryResult:
+NOT_A_KEY = ("CANNOT_PARSE", "ILLEGAL_TYPE_OF_ARGUMENT", "TYPE_MISMATCH", "NO_COMMON_TYPE")
+"""ClickHouse's errors for a cursor value that is no value of its key column (text where a
+time or an id goes): the caller's ``after`` (400), not a failure of the service's."""
+TOO_LARGE = "TOO_MANY_ROWS_OR_BYTES"
+
+
+async def _query(
+    request: web.Request, sql: str, limits: QueryLimits | None = None, cursor: bool = False
+) -> QueryResult:
     """The service's own statement on a read lane: 503 when the store is down or busy, or
-    refuses it (a bug: logged)."""
+    refuses it (a bug: logged); 400 when it refuses a caller's ``cursor``; a page over the
+    size limit is raised as it is."""
     try:
         return await request.app[STORE].query(sql, read_only=True, limits=limits)
     except StoreBusy:
@@ -101,8 +110,10 @@ async def _query(request: web.Request, sql: str, limits: QueryLimits | None = No
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
     except StoreError as exc:
-        if "TOO_MANY_ROWS_OR_BYTES" in str(exc):
+        if TOO_LARGE in str(exc):
             raise
+        if cursor and any(code in str(exc) for code in NOT_A_KEY):
+            raise problem(400, "bad_request", "after: not a key of this table") from None
         log.error("export query failed: %s", str(exc)[:500])
         raise problem(503, "store_refused", str(exc)[:500]) from None
 
@@ -176,7 +187,7 @@ async def get_page(request: web.Request) -> web.Response:
             raise problem(400, "bad_request", f"after: {exc}") from None
         limits = QueryLimits(QUERY_S, max_result_rows=limit + 1, max_result_bytes=PAGE_BYTES)
         try:
-            result = await _query(request, sql, limits)
+            result = await _query(request, sql, limits, cursor=after is not None)
             break
         except StoreError:  # too large: the same page, half as many rows
             if limit == 1:

@@ -687,7 +687,12 @@ OPERATIONS: tuple[Operation, ...] = (
         errors=merged({400: ("bad_request",), 404: ("unknown_export",)}, STORE, REFUSED, READ_QUERY),
         params=(
             KIND_P,
-            Param("table", "path", {"type": "string"}, f"The kind's table: {EXPORT_TABLES}."),
+            Param(
+                "table",
+                "path",
+                {"enum": sorted({t.name for k in KINDS.values() for t in k.tables})},
+                f"One of the kind's tables: {EXPORT_TABLES}.",
+            ),
             STUDY_Q,
             Param(
                 "limit",
@@ -697,7 +702,8 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
             Param("after", "query", {"type": "string"}, "The `next` of the page before (none: the first)."),
         ),
-        rules=f"Rows come in the order of the table's `key` (the manifest's), after `after` (400 "
+        rules=f"A table of another kind is 404 `unknown_export`; the study as for the manifest. "
+        "Rows come in the order of the table's `key` (the manifest's), after `after` (400 "
         "`bad_request` when it is not the `next` of a page of this table); `next` is null after the "
         f"last page. A page over {PAGE_BYTES // 1024**2} MiB (ClickHouse's columns) is answered with half "
         "as many rows, and so on. The raw events' rows are the raw table's columns (read with FINAL).",
