@@ -126,8 +126,8 @@ def _recompute(url: str, key: str, stats: ImportStats, tries: int = 30) -> None:
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   console=console) as progress:  # fmt: skip
         task = progress.add_task("recomputing days, installs and studies", total=steps)
-        studies = {"crawl_studies": stats.crawl_studies, "serp_studies": stats.serp_studies}
-        asyncio.run(recompute(url, key, stats.spans, lambda: progress.advance(task), tries, **studies))
+        studies = (stats.crawl_studies, stats.serp_studies)
+        asyncio.run(recompute(url, key, stats.spans, lambda: progress.advance(task), tries, *studies))
 
 
 def _print_summary(stats: ImportStats) -> None:
