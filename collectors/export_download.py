@@ -39,17 +39,23 @@ class ExportFailed(Exception):
 
 
 def http_get(url: str, api_key: str, tries: int = 10, timeout: float = 660.0) -> Get:
-    """``Get`` against ``url`` with ``api_key``, retried on 429/502/503 and lost answers."""
+    """``Get`` against ``url`` with ``api_key``, retried on 429/502/503 and lost answers; a
+    service that never answered is said at once (nothing listens there)."""
+    answered = False
 
     def get(path: str, query: dict[str, str]) -> Any:
+        nonlocal answered
         target = url.rstrip("/") + path + ("?" + urllib.parse.urlencode(query) if query else "")
         request = urllib.request.Request(target, headers={"Authorization": f"Bearer {api_key}"})
         delay, reason = 0.5, ""
         for _ in range(tries):
             try:
                 with urllib.request.urlopen(request, timeout=timeout) as resp:
-                    return orjson.loads(resp.read())
+                    answer = orjson.loads(resp.read())
+                answered = True
+                return answer
             except urllib.error.HTTPError as exc:
+                answered = True
                 body = exc.read()[:500].decode("utf-8", "replace")
                 if exc.code not in (429, 502, 503):
                     raise ExportFailed(f"{exc.code}: {_message(body)}") from None
@@ -57,6 +63,8 @@ def http_get(url: str, api_key: str, tries: int = 10, timeout: float = 660.0) ->
                 delay = float(exc.headers.get("Retry-After") or delay)
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 reason = f"cannot reach {url}: {getattr(exc, 'reason', exc)}"
+                if not answered:
+                    raise ExportFailed(f"{reason} (is `auditstream up` running?)") from None
             time.sleep(delay)  # the service is restarting or busy: its Retry-After, else a pause
             delay = min(delay * 2, 30.0)
         raise ExportFailed(f"gave up after {tries} tries ({reason})")

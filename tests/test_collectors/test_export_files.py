@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from collectors.export_download import pages
+from collectors.export_download import ExportFailed, http_get, pages
 from collectors.export_files import (
     EventsWriter,
     NotAnEvent,
@@ -203,3 +203,41 @@ def test_the_pages_of_a_table_are_followed_to_the_last() -> None:
     assert got == [[[1]], [[2]], []]
     assert [q.get("after") for _, q in asked] == [None, '["a", 1]', '["b", 2]']
     assert asked[0] == ("/v1/export/autocomplete/autocomplete_events", {"study": "", "limit": "1"})
+
+
+def test_a_page_the_service_cannot_answer_yet_is_asked_again_and_a_refusal_is_said() -> None:
+    """503 with Retry-After, then the answer; a 404 is the service's message; a port where
+    nothing listens fails at once, not after minutes of retries."""
+    import http.server
+    import threading
+
+    answers = iter([(503, b'{"error": "store_busy", "message": "busy"}'), (200, b'{"ok": 1}'),
+                    (404, b'{"error": "unknown_export", "message": "no such table"}')])  # fmt: skip
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path + " " + self.headers["Authorization"])
+            status, body = next(answers)
+            self.send_response(status)
+            self.send_header("Retry-After", "0")
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        get = http_get(f"http://127.0.0.1:{server.server_port}", "k1")
+        assert get("/v1/export/autocomplete", {"study": "a b"}) == {"ok": 1}
+        assert seen == ["/v1/export/autocomplete?study=a+b Bearer k1"] * 2
+        with pytest.raises(ExportFailed, match="404: no such table"):
+            get("/v1/export/autocomplete/x", {})
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(ExportFailed, match="is `auditstream up` running"):
+        http_get(f"http://127.0.0.1:{server.server_port}", "k1")("/v1/export/autocomplete", {})
