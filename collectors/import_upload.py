@@ -5,7 +5,8 @@ one column per event field) or ``-`` for JSON lines on standard input. Lines go 
 ``POST /v1/import`` in chunks of at most ``chunk_lines`` lines, two chunks in flight, so
 the service validates one while it stores the other. The days each chunk touched are
 collected and sent to ``POST /v1/import/recompute`` at the end, then each experiment's
-study-wide rows: the service recomputes them in the background, and its answers to
+study-wide rows, then the autocomplete and personalization studies the chunks held: the
+service recomputes them in the background, and its answers to
 ``GET /v1/import/recompute/{id}`` show the progress.
 """
 
@@ -54,6 +55,15 @@ class ImportStats:
     rejected: Counter[str] = field(default_factory=Counter)
     examples: list[dict[str, Any]] = field(default_factory=list)
     spans: set[tuple[str, str, int]] = field(default_factory=set)
+    crawl_studies: set[tuple[str, str]] = field(default_factory=set)
+    """(engine, study_id) of the autocomplete crawls stored."""
+    serp_studies: set[str] = field(default_factory=set)
+
+    @property
+    def recompute_steps(self) -> int:
+        """Days, experiments and crawler studies the recompute goes through."""
+        experiments = {(e, g) for e, g, _ in self.spans}
+        return len(self.spans) + len(experiments) + len(self.crawl_studies) + len(self.serp_studies)
 
     def add(self, answer: dict[str, Any], first_line: int) -> None:
         for name in ("lines", "accepted", "inserted", "duplicates", "dead_letters"):
@@ -62,6 +72,8 @@ class ImportStats:
         for r in answer["rejected"][: max(0, 20 - len(self.examples))]:
             self.examples.append({**r, "line": r["line"] + first_line - 1})
         self.spans.update((s["experiment_id"], s["engine"], s["day_start"]) for s in answer["spans"])
+        self.crawl_studies.update((s["engine"], s["study_id"]) for s in answer.get("crawl_studies", ()))
+        self.serp_studies.update(s["study_id"] for s in answer.get("serp_studies", ()))
 
 
 def file_size(name: str) -> int:
@@ -219,17 +231,24 @@ RECOMPUTE_BATCH = 1000
 """Days (or studies) one recompute request may name (the service's ``MAX_RECOMPUTE``)."""
 
 
+def _batched(name: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{name: items[i : i + RECOMPUTE_BATCH]} for i in range(0, len(items), RECOMPUTE_BATCH)]
+
+
 async def recompute(
     url: str,
     api_key: str,
     spans: set[tuple[str, str, int]],
     on_step: Callable[[], None] | None = None,
     tries: int = 30,
+    crawl_studies: Iterable[tuple[str, str]] = (),
+    serp_studies: Iterable[str] = (),
 ) -> None:
-    """Recompute each touched day, then each touched experiment's study-wide rows, in
-    requests of up to ``RECOMPUTE_BATCH``; ``on_step`` is called once per day or experiment
-    recomputed. A recompute that fails (the store restarted, the service stopped) is sent
-    again, ``tries`` times at most (recomputing is idempotent); each request is retried as
+    """Recompute each touched day, then each touched experiment's study-wide rows, then each
+    autocomplete study (per engine) and personalization study, in requests of up to
+    ``RECOMPUTE_BATCH``; ``on_step`` is called once per day, experiment or study recomputed.
+    A recompute that fails (the store restarted, the service stopped) is sent again,
+    ``tries`` times at most (recomputing is idempotent); each request is retried as
     ``_post`` retries."""
     headers = {"Authorization": f"Bearer {api_key}"}
     endpoint = url.rstrip("/") + "/v1/import/recompute"
@@ -240,10 +259,10 @@ async def recompute(
     studies: list[dict[str, Any]] = [
         {"experiment_id": e, "engine": g} for e, g in sorted({(e, g) for e, g, _ in spans})
     ]
-    batches = [{"spans": days[i : i + RECOMPUTE_BATCH]} for i in range(0, len(days), RECOMPUTE_BATCH)]
-    batches += [
-        {"installs": studies[i : i + RECOMPUTE_BATCH]} for i in range(0, len(studies), RECOMPUTE_BATCH)
-    ]
+    crawls = [{"engine": g, "study_id": s} for g, s in sorted(set(crawl_studies))]
+    serps = [{"study_id": s} for s in sorted(set(serp_studies))]
+    batches = _batched("spans", days) + _batched("installs", studies)
+    batches += _batched("crawl_studies", crawls) + _batched("serp_studies", serps)
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
         for work in batches:  # every day before any study
             await _recompute_until_done(session, endpoint, work, on_step, tries)

@@ -14,6 +14,7 @@ from core.store.base import NoStore
 from ingest import (
     board,
     experiments,
+    export_routes,
     handlers,
     import_routes,
     key_info,
@@ -87,6 +88,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     key_info.add_routes(app)
     board.add_routes(app, settings, store, in_process=in_process or not has_store_settings(settings))
     import_routes.add_routes(app)
+    export_routes.add_routes(app)
     participants.add_routes(app)
     planted.add_routes(app)
     plans.add_routes(app)

@@ -6,8 +6,9 @@ uses (``ingest/import_chunks.py``: rejections counted with the same reasons, val
 echoed), stamped with its ``received_at`` (the line's own, else its ``sent_at``, so
 importing a file twice gives the same rows), and stored once per ``event_id`` without a
 detour through Kafka (``streams/bulk_import.py``). Each answer names the days the chunk
-touched; the client sends them back to ``/v1/import/recompute`` once the file is in, and
-the derived tables are recomputed in bulk. Admin scope only: an import writes history.
+touched (and the autocomplete and personalization studies); the client sends them back
+to ``/v1/import/recompute`` once the file is in, and the derived tables are recomputed in
+bulk. Admin scope only: an import writes history.
 
 A recompute can take minutes (a day's slices each, then per study its install rows, hourly
 replicate sums and merges), longer than a client or a proxy waits for an answer: it is
@@ -39,6 +40,7 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
+from analytics.stats.autocomplete_shocks import ShockRule
 from core.lifetime import exit_with_parent
 from core.process_pool import PoolUnavailable, RestartingPool
 from core.store import StoreError, StoreUnavailable
@@ -50,7 +52,7 @@ from ingest.handlers import authorize, json_response, read_model, store_unavaila
 from ingest.import_chunks import PreparedChunk, prepare_chunk
 from ingest.registered_arms import Registry
 from schemas.topics import FAMILIES
-from streams.bulk_import import DAY_S, BulkImporter, Span
+from streams.bulk_import import DAY_S, BulkImporter, CrawlStudy, Span
 
 log = logging.getLogger(__name__)
 BY_FAMILY = {f.name: f for f in FAMILIES}
@@ -81,10 +83,25 @@ class _StudyIn(BaseModel):
     engine: str
 
 
+class _CrawlStudyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    engine: str = Field(max_length=50)
+    study_id: str = Field(max_length=200)
+
+
+class _SerpStudyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    study_id: str = Field(max_length=200)
+
+
 class RecomputeIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     spans: list[_SpanIn] = Field(default=[], max_length=MAX_RECOMPUTE)
     installs: list[_StudyIn] = Field(default=[], max_length=MAX_RECOMPUTE)
+    crawl_studies: list[_CrawlStudyIn] = Field(default=[], max_length=MAX_RECOMPUTE)
+    """Autocomplete studies (markers' study_id) per engine: every completed crawl analysed again."""
+    serp_studies: list[_SerpStudyIn] = Field(default=[], max_length=MAX_RECOMPUTE)
+    """Personalization studies: every round compared again."""
 
 
 async def _body(request: web.Request) -> bytes:
@@ -127,12 +144,16 @@ async def post_import(request: web.Request) -> web.Response:
         metrics.rejected.labels(reason, key.name).inc(n)
     totals: Counter[str] = Counter()
     spans: set[Span] = set()
+    crawl_studies: set[CrawlStudy] = set()
+    serp_studies: set[str] = set()
     try:
         async with request.app[IMPORT_LOCK]:
             for name, (rows, count) in chunk.rows.items():
                 written = await request.app[IMPORTER].write(BY_FAMILY[name], rows, count)
                 totals.update(inserted=written.inserted, duplicates=written.duplicates, dead=written.dead)
                 spans |= written.spans
+                crawl_studies |= written.crawl_studies
+                serp_studies |= written.serp_studies
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
     except StoreError as exc:
@@ -150,6 +171,8 @@ async def post_import(request: web.Request) -> web.Response:
                 for r in rejected[:MAX_LISTED_REJECTIONS]
             ],
             "spans": [s.to_json() for s in sorted(spans)],
+            "crawl_studies": [s.to_json() for s in sorted(crawl_studies)],
+            "serp_studies": [{"study_id": s} for s in sorted(serp_studies)],
         }
     )
 
@@ -160,16 +183,25 @@ class RecomputeWork:
 
     spans: tuple[Span, ...]
     studies: tuple[tuple[str, str], ...]
+    crawl_studies: tuple[CrawlStudy, ...] = ()
+    serp_studies: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, asked: RecomputeIn) -> RecomputeWork:
         spans = dict.fromkeys(Span(s.experiment_id, s.engine, s.day_start) for s in asked.spans)
         studies = dict.fromkeys((s.experiment_id, s.engine) for s in asked.installs)
-        return cls(tuple(spans), tuple(studies))
+        crawls = dict.fromkeys(CrawlStudy(s.engine, s.study_id) for s in asked.crawl_studies)
+        serps = dict.fromkeys(s.study_id for s in asked.serp_studies)
+        return cls(tuple(spans), tuple(studies), tuple(crawls), tuple(serps))
+
+    @property
+    def analyses(self) -> int:
+        """The crawler studies whose analyses it recomputes."""
+        return len(self.crawl_studies) + len(self.serp_studies)
 
     @property
     def steps(self) -> int:
-        return len(self.spans) + len(self.studies)
+        return len(self.spans) + len(self.studies) + self.analyses
 
 
 class RecomputeFailed(Exception):
@@ -222,6 +254,7 @@ class Recomputes:
             "status": "running",
             "days": len(work.spans),
             "installs": len(work.studies),
+            "studies": work.analyses,
             "steps": work.steps,
             "done": 0,
         }
@@ -310,9 +343,10 @@ RECOMPUTES = web.AppKey("recomputes", Recomputes)
 
 
 async def _recompute(app: web.Application, work: RecomputeWork, step: Callable[[], None]) -> None:
-    """Recompute the derived tables of the days, then of the studies' installs: the same
-    statements in the same order as when it was answered in the request (each under the
-    import lock, so a chunk being stored is not half seen)."""
+    """Recompute the derived tables of the days, then of the studies' installs, then the
+    crawler studies' analyses: the same statements in the same order as when it was
+    answered in the request (each under the import lock, so a chunk being stored is not
+    half seen)."""
     importer = app[IMPORTER]
     try:
         for span in work.spans:
@@ -325,6 +359,14 @@ async def _recompute(app: web.Application, work: RecomputeWork, step: Callable[[
                 # where the board computes: the looks' pass is numpy work, kept out of ingest
                 await app[RESTORE_LOOKS](experiment_id, engine)
             step()
+        for crawls in work.crawl_studies:
+            async with app[IMPORT_LOCK]:
+                await importer.recompute_crawl_study(crawls)
+            step()
+        for study_id in work.serp_studies:
+            async with app[IMPORT_LOCK]:
+                await importer.recompute_serp_study(study_id)
+            step()
     except StoreUnavailable as exc:
         log.warning("recompute stopped, the store is unavailable: %s", str(exc)[:500])
         raise RecomputeFailed("store_unavailable", "the store is down or restarting; send it again") from None
@@ -334,7 +376,8 @@ async def _recompute(app: web.Application, work: RecomputeWork, step: Callable[[
 
 async def post_recompute(request: web.Request) -> web.Response:
     """Start recomputing the derived tables of the given days, then of the given installs'
-    studies (each named once however often it is asked): 202 and the recompute's state."""
+    studies, then the given crawler studies' analyses (each named once however often it is
+    asked): 202 and the recompute's state."""
     authorize(request, "admin")
     asked = await read_model(request, RecomputeIn)
     if any(s.day_start % 86400 for s in asked.spans):
@@ -367,7 +410,17 @@ async def get_recompute(request: web.Request) -> web.Response:
 
 def add_routes(app: web.Application, workers: int = 2) -> None:
     """The import routes; chunks are validated in ``workers`` processes (0: in a thread here)."""
-    app[IMPORTER] = BulkImporter(app[STORE], app[CONFIG].dedup_horizon_days)
+    config = app[CONFIG]
+    shock_rule = ShockRule(
+        baseline_window=config.shock_baseline_window,
+        min_history=config.shock_min_history,
+        drop=config.shock_drop,
+        min_share=config.shock_min_share,
+        min_roots=config.shock_min_roots,
+    )
+    app[IMPORTER] = BulkImporter(
+        app[STORE], config.dedup_horizon_days, shock_rule, config.personalization_round_wait_s
+    )
     app[IMPORT_LOCK] = asyncio.Lock()
     app[RECOMPUTES] = Recomputes(app[CONFIG].run_dir / "recompute")
     # started on the first import (most services never import), and again if one dies

@@ -43,6 +43,7 @@ from analytics.stats.reweight import DIMENSIONS
 from core.settings import Settings
 from ingest.api_keys import SCOPES
 from ingest.app_state import CONFIG
+from ingest.export_routes import DEFAULT_PAGE_ROWS, MAX_PAGE_ROWS, MAX_STUDY, PAGE_BYTES
 from ingest.import_routes import MAX_RECOMPUTE, NDJSON_TYPES, RecomputeIn
 from ingest.openapi_models import (
     BoardAlerts,
@@ -53,6 +54,8 @@ from ingest.openapi_models import (
     ErasureAnswer,
     EventsAccepted,
     EventsAllRejected,
+    ExportManifest,
+    ExportPage,
     FrozenQuintilesOut,
     ImportAnswer,
     KeyInfo,
@@ -73,6 +76,7 @@ from ingest.reports import ExperimentReportRequest, TimelineRequest
 from schemas.analysis_plan import AnalysisPlan
 from schemas.event_types import POSTING_SCOPES, SCOPE_BY_TYPE, AnyEvent
 from schemas.experiments import ExperimentConfig
+from schemas.export_tables import KINDS
 from studies.arrangement.answers import ExperimentReport, Timeline
 from studies.arrangement.selection import MAX_WINDOW_S
 
@@ -190,6 +194,7 @@ CODES: dict[str, str] = {
     "broker_rotating": "the embedded broker is being replaced (seconds); retry the whole request",
     "recompute_busy": "as many recomputes as one process runs are running",
     "unknown_recompute": "no recompute has this id (one is kept a day after it ends)",
+    "unknown_export": "no such kind of study, or no such table of its export",
     "erasure_incomplete": "the store refused a step of the erasure; send the same request again",
     "not_owner": "the install's data can be erased only with the key its extension made",
     "not_stored_yet": "the install's onboarding answers are not stored yet; send the request again",
@@ -369,6 +374,19 @@ def _refine(defs: dict[str, Any]) -> None:
 RECOMPUTE_AT = "/v1/import/recompute/{recompute_id}"
 ENGINE_Q = Param("engine", "query", {"type": "string", "default": "google"}, "Search engine.")
 EXPERIMENT_P = Param("experiment_id", "path", {"type": "string"})
+KIND_P = Param(
+    "kind",
+    "path",
+    {"enum": list(KINDS)},
+    "; ".join(f"{k.name}: the study is {k.study}" for k in KINDS.values()) + ".",
+)
+STUDY_Q = Param(
+    "study",
+    "query",
+    {"type": "string", "maxLength": MAX_STUDY, "default": ""},
+    "The study (empty only for autocomplete: every crawl).",
+)
+EXPORT_TABLES = "; ".join(f"{k.name}: " + ", ".join(f"`{t.name}`" for t in k.tables) for k in KINDS.values())
 EXTENSION_TYPES = ", ".join(f"`{t}`" for t, scope in SCOPE_BY_TYPE.items() if scope == "ingest")
 CRAWL_TYPES = ", ".join(f"`{t}`" for t, scope in SCOPE_BY_TYPE.items() if scope != "ingest")
 
@@ -633,8 +651,9 @@ OPERATIONS: tuple[Operation, ...] = (
         merged(JSON_BODY, {400: ("bad_request",), 503: ("store_unavailable", "recompute_busy")}),
         body=RecomputeIn,
         headers={"Location": {"required": True, "schema": {"type": "string"}, "description": RECOMPUTE_AT}},
-        rules=f"At most {MAX_RECOMPUTE} days and {MAX_RECOMPUTE} studies, each done once however often "
-        "it is named, in the background (about 0.1 s each): the answer is its state, `Location` "
+        rules=f"At most {MAX_RECOMPUTE} days and {MAX_RECOMPUTE} studies of each kind, each done once "
+        "however often it is named, in the background (about 0.1 s a day; a crawler study's "
+        "analyses take longer, as many as it has crawls or rounds): the answer is its state, `Location` "
         "where to poll it. The same work already running is not started again (its state is "
         "answered).",
     ),
@@ -646,6 +665,48 @@ OPERATIONS: tuple[Operation, ...] = (
         RecomputeState,
         errors={404: ("unknown_recompute",)},
         params=(Param("recompute_id", "path", {"type": "string"}),),
+    ),
+    Operation(
+        "GET",
+        "/v1/export/{kind}",
+        "What an export of a study holds: its tables, their columns, keys and rows, its registration",
+        "admin",
+        ExportManifest,
+        errors=merged({400: ("bad_request",), 404: ("unknown_export",)}, STORE, REFUSED, READ_QUERY),
+        params=(KIND_P, STUDY_Q),
+        rules="A study of an arrangement or personalization kind is named (400 `bad_request` without). "
+        "`rows` are counted as the manifest is answered; an export of a running study reads on. "
+        "`registration` and `plan` are the experiment's (arrangement), null otherwise.",
+    ),
+    Operation(
+        "GET",
+        "/v1/export/{kind}/{table}",
+        "One page of a study's table, in the order of its key (the raw events, or a result table)",
+        "admin",
+        ExportPage,
+        errors=merged({400: ("bad_request",), 404: ("unknown_export",)}, STORE, REFUSED, READ_QUERY),
+        params=(
+            KIND_P,
+            Param(
+                "table",
+                "path",
+                {"enum": sorted({t.name for k in KINDS.values() for t in k.tables})},
+                f"One of the kind's tables: {EXPORT_TABLES}.",
+            ),
+            STUDY_Q,
+            Param(
+                "limit",
+                "query",
+                {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_ROWS, "default": DEFAULT_PAGE_ROWS},
+                "Rows at most.",
+            ),
+            Param("after", "query", {"type": "string"}, "The `next` of the page before (none: the first)."),
+        ),
+        rules=f"A table of another kind is 404 `unknown_export`; the study as for the manifest. "
+        "Rows come in the order of the table's `key` (the manifest's), after `after` (400 "
+        "`bad_request` when it is not the `next` of a page of this table); `next` is null after the "
+        f"last page. A page over {PAGE_BYTES // 1024**2} MiB (ClickHouse's columns) is answered with half "
+        "as many rows, and so on. The raw events' rows are the raw table's columns (read with FINAL).",
     ),
     Operation(
         "POST",

@@ -20,6 +20,7 @@ from ingest.planted import PlantedValue
 from ingest.validation import REASONS
 from schemas.analysis_plan import AnalysisPlan
 from schemas.events import Engine, Ident
+from schemas.experiments import ExperimentConfig
 from studies.arrangement.answers import (
     INTERVAL_GUARANTEES,
     Corrections,
@@ -211,6 +212,15 @@ class ImportSpan(_Closed):
     day_start: int = Field(description="UTC midnight, unix seconds.")
 
 
+class ImportCrawlStudy(_Closed):
+    engine: str
+    study_id: str
+
+
+class ImportSerpStudy(_Closed):
+    study_id: str
+
+
 class ImportAnswer(_Closed):
     lines: int = Field(ge=0)
     accepted: int = Field(ge=0)
@@ -220,6 +230,53 @@ class ImportAnswer(_Closed):
     rejected_by_reason: dict[str, int]
     rejected: list[ImportRejection] = Field(description="The first 100 rejections.")
     spans: list[ImportSpan] = Field(description="Days to send back to `/v1/import/recompute`.")
+    crawl_studies: list[ImportCrawlStudy] = Field(
+        description="Autocomplete studies (their completion markers' `study_id`, per engine) to send back."
+    )
+    serp_studies: list[ImportSerpStudy] = Field(description="Personalization studies to send back.")
+
+
+class ExportColumn(_Closed):
+    name: str
+    type: str = Field(description="Its ClickHouse type.")
+
+
+class ExportTableInfo(_Closed):
+    """One table of a study's export."""
+
+    name: str
+    events: str | None = Field(
+        description="The event family whose raw events these are (written as `auditstream import` "
+        "reads them); null for a result table."
+    )
+    key: list[str] = Field(description="The columns that order the rows and page through them (unique).")
+    columns: list[ExportColumn]
+    rows: int = Field(ge=0, description="Its rows in the study when the manifest was answered.")
+    documented_as: list[str] = Field(description="The sections of schemas/clickhouse/README.md about it.")
+
+
+class ExportManifest(_Closed):
+    """What an export of a study holds, and the study's registration and plan."""
+
+    kind: Literal["arrangement", "autocomplete", "personalization"]
+    study: str
+    study_is: str = Field(description="What the study id is for this kind, in words.")
+    selected_by: str = Field(description="The SQL condition that selects the study's rows.")
+    exported_at: str = Field(description="The service's clock, UTC (YYYY-MM-DD HH:MM:SS.fff).")
+    version: str = Field(description="The service's auditstream version.")
+    tables: list[ExportTableInfo]
+    registration: ExperimentConfig | None = Field(description="The experiment as registered (arrangement).")
+    plan: PlanOut | None = Field(description="Its analysis plan and the plan's history (arrangement).")
+
+
+class ExportPage(_Closed):
+    """One page of a study's table, in key order."""
+
+    table: str
+    columns: list[str]
+    types: list[str] = Field(description="ClickHouse type of each column.")
+    rows: list[list[Any]]
+    next: str | None = Field(description="Send as `after` for the next page; null after the last.")
 
 
 class RecomputeState(_Closed):
@@ -230,7 +287,10 @@ class RecomputeState(_Closed):
     status: Literal["running", "done", "failed"]
     days: int = Field(ge=0, description="Days to recompute (each named once).")
     installs: int = Field(ge=0, description="Studies whose installs to recompute (each named once).")
-    steps: int = Field(ge=0, description="days + installs.")
+    studies: int = Field(
+        ge=0, description="Autocomplete and personalization studies whose analyses to recompute."
+    )
+    steps: int = Field(ge=0, description="days + installs + studies.")
     done: int = Field(ge=0, description="Steps done.")
     error: Literal["store_unavailable", "store_refused", "interrupted", "internal_error"] | None = Field(
         None, description="Why a failed recompute stopped (send it again)."

@@ -153,7 +153,7 @@ async def _write(
             await store.execute(
                 quintiles.row_sql(plan.experiment_id, version, plan.sha256(), cuts, ready=False)
             )
-    return await _read(store, plan.experiment_id)
+    return await read_plan(store, plan.experiment_id)
 
 
 async def put_plan(request: web.Request) -> web.Response:
@@ -265,7 +265,7 @@ async def get_plan(request: web.Request) -> web.Response:
     authorize(request, "read")
     config = await existing(request)
     try:
-        answer = await _read(request.app[STORE], config.experiment_id)
+        answer = await read_plan(request.app[STORE], config.experiment_id)
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
     if answer["plan"] is None:
@@ -293,7 +293,8 @@ async def get_deviations(request: web.Request) -> web.Response:
     return json_response({"experiment_id": config.experiment_id, "deviations": deviations})
 
 
-async def _read(store: Store, experiment_id: str) -> dict[str, Any]:
+async def read_plan(store: Store, experiment_id: str) -> dict[str, Any]:
+    """The plan as GET .../plan answers it (``plan`` None without one): also an export's."""
     rows = (
         await store.query(
             "SELECT version, plan, sha256, toString(registered_at), registered_by, kind, reason "

@@ -6,8 +6,11 @@ once per ``event_id`` (``RawWriter``: already-stored ids are dropped, so importi
 file twice stores nothing the second time). The derived tables are then recomputed in
 bulk, one experiment, engine and day at a time, from the deduplicated raw rows, rather
 than per chunk: the spans a file touched are returned with each chunk and recomputed
-once at the end. Recomputing is idempotent, so an import that stopped half-way is
-finished by importing the same file again.
+once at the end. A crawler family's analyses are recomputed per study the same way
+(the autocomplete crawls of a study and engine, round after round in the order they
+completed; a personalization study's rounds and day-to-day consistency), with the
+worker's own processors. Recomputing is idempotent, so an import that stopped half-way
+is finished by importing the same file again.
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ from typing import Any
 
 import orjson
 
+from analytics.stats.autocomplete_shocks import ShockRule
 from core.store import Store, StoreError
 from schemas.erased_installs import HASHES_SQL, INSTALL_HASH_SQL
 from schemas.sql import quote
-from schemas.topics import EXTENSION, Family
+from schemas.topics import AUTOCOMPLETE, EXTENSION, FAMILIES, SERP, Family
 from schemas.wire import parse_received_at
+from streams.detectors.alerts import AlertService
+from streams.processors.autocomplete_crawls import AutocompleteAnalytics
+from streams.processors.personalization_rounds import PersonalizationRounds
 from streams.sinks.raw_writer import RawWriter
 from studies.arrangement.write import clicks_by_rank, closed_sums, hourly_replicates, slice_rows
 
@@ -36,9 +43,10 @@ received whenever it arrived (hours later for a client whose clock is off), and 
 may sit in a file twice, days apart. A lookup of an hour each way stored such copies
 twice."""
 
-IMPORTABLE_FAMILIES = frozenset({EXTENSION.name, "panel"})
-"""Families whose derived tables a bulk import recomputes (extension events) or that have
-none (the panel's install profiles). Crawler families go through ``POST /v1/events``."""
+IMPORTABLE_FAMILIES = frozenset(f.name for f in FAMILIES)
+"""Families a bulk import takes: each one's derived tables are recomputed from its raw rows
+(extension days and installs, autocomplete and personalization studies), or it has none
+(the panel's install profiles)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -51,6 +59,18 @@ class Span:
 
     def to_json(self) -> dict[str, Any]:
         return {"experiment_id": self.experiment_id, "engine": self.engine, "day_start": self.day_start}
+
+
+@dataclass(frozen=True, order=True)
+class CrawlStudy:
+    """The autocomplete crawls of one study (their markers' ``study_id``) on one engine,
+    whose analyses an import must recompute."""
+
+    engine: str
+    study_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "study_id": self.study_id}
 
 
 def spans_of(events: Iterable[Mapping[str, Any]]) -> set[Span]:
@@ -109,13 +129,26 @@ class ImportWrite:
     duplicates: int
     dead: int
     spans: frozenset[Span] = frozenset()
+    crawl_studies: frozenset[CrawlStudy] = frozenset()
+    serp_studies: frozenset[str] = frozenset()
+    """The personalization studies (``study_id``) whose rounds to recompute."""
 
 
 class BulkImporter:
-    def __init__(self, store: Store, horizon_days: int = HORIZON_DAYS) -> None:
+    def __init__(
+        self,
+        store: Store,
+        horizon_days: int = HORIZON_DAYS,
+        shock_rule: ShockRule | None = None,
+        round_wait_s: float = 600.0,
+    ) -> None:
         self.store = store
         self.margin_s = horizon_days * DAY_S
         self.raw = _RangedRawWriter(store, horizon_days)
+        # the worker's processors, with an alert service of their own: a shock an import
+        # finds is stored once (by its id, as the worker's), not published on the topic
+        self.autocomplete = AutocompleteAnalytics(store, AlertService(store).raise_once, shock_rule)
+        self.personalization = PersonalizationRounds(store, round_wait_s)
 
     async def write(self, family: Family, body: bytes, count: int) -> ImportWrite:
         """Store one chunk of one family's canonical rows (``count`` of them, as JSON lines
@@ -161,18 +194,30 @@ class BulkImporter:
                 await self.store.execute(f"INSERT INTO {raw} {guarded}")
             finally:
                 await self.store.execute(f"DROP TABLE IF EXISTS {new}")
-            spans = await self._spans(family, staging)
+            touched = await self._touched(family, staging)
         finally:
             await self.store.execute(f"DROP TABLE IF EXISTS {staging}")
-        return ImportWrite(inserted, count - inserted, 0, spans)
+        return ImportWrite(inserted, count - inserted, 0, *touched)
 
-    async def _spans(self, family: Family, staging: str) -> frozenset[Span]:
-        if family is not EXTENSION:
-            return frozenset()
-        result = await self.store.query(
-            f"SELECT DISTINCT experiment_id, engine, toUInt32(toStartOfDay(received_at)) FROM {staging}"
-        )
-        return frozenset(Span(e, g, int(d)) for e, g, d in result.rows)
+    async def _touched(
+        self, family: Family, staging: str
+    ) -> tuple[frozenset[Span], frozenset[CrawlStudy], frozenset[str]]:
+        """What a chunk's rows make the import recompute: the days of extension events, the
+        studies of crawl markers (nodes belong to their markers' study), SERP studies."""
+        if family is EXTENSION:
+            result = await self.store.query(
+                f"SELECT DISTINCT experiment_id, engine, toUInt32(toStartOfDay(received_at)) FROM {staging}"
+            )
+            return frozenset(Span(e, g, int(d)) for e, g, d in result.rows), frozenset(), frozenset()
+        if family is AUTOCOMPLETE:
+            result = await self.store.query(
+                f"SELECT DISTINCT engine, study_id FROM {staging} WHERE type = 'crawl_completed'"
+            )
+            return frozenset(), frozenset(CrawlStudy(str(e), str(s)) for e, s in result.rows), frozenset()
+        if family is SERP:
+            result = await self.store.query(f"SELECT DISTINCT study_id FROM {staging}")
+            return frozenset(), frozenset(), frozenset(str(s) for (s,) in result.rows)
+        return frozenset(), frozenset(), frozenset()
 
     async def _row_by_row(self, family: Family, body: bytes) -> ImportWrite:
         from streams.recompute.batch import DecodedBatch
@@ -181,7 +226,13 @@ class BulkImporter:
         lines = [orjson.dumps(v) for v in values]
         written = await self.raw.write(family, DecodedBatch(events=values, lines=lines))
         spans = frozenset(spans_of(values)) if family is EXTENSION else frozenset()
-        return ImportWrite(written.inserted, written.duplicates, written.dead, spans)
+        crawls = frozenset(
+            CrawlStudy(str(v["engine"]), str(v.get("study_id", "")))
+            for v in values
+            if family is AUTOCOMPLETE and v.get("type") == "crawl_completed"
+        )
+        studies = frozenset(str(v["study_id"]) for v in values if family is SERP)
+        return ImportWrite(written.inserted, written.duplicates, written.dead, spans, crawls, studies)
 
     async def recompute_day(self, span: Span) -> None:
         """The minute aggregate, the per-install 10-second slices and the hours' replicate sums
@@ -219,3 +270,12 @@ class BulkImporter:
         )
         for table in (*tables, "agg_clicks_by_rank_10s"):
             await self.store.execute(f"OPTIMIZE TABLE {table} FINAL")
+
+    async def recompute_crawl_study(self, study: CrawlStudy) -> None:
+        """Every completed crawl of an autocomplete study on an engine analysed again, in the
+        order the rounds completed (shocks judged as the worker judges them)."""
+        await self.autocomplete.recompute_study(study.engine, study.study_id)
+
+    async def recompute_serp_study(self, study_id: str) -> None:
+        """Every round of a personalization study compared again, and its consistency."""
+        await self.personalization.recompute_study(study_id)

@@ -97,7 +97,8 @@ class AutocompleteQuery:
     def nmi_sql(self) -> str:
         """Per crawl round: roots, mean and lowest nmi (RAI's Equation 3), the mean of the
         earlier pooled reading beside it, and the shock alert if one was raised (shocks are
-        judged on the trimmed network's nmi)."""
+        judged on the trimmed network's nmi). An alert stored twice (the worker and an
+        import's recompute judging one round at once) still joins each crawl once."""
         return (
             "SELECT c.engine AS engine, c.crawl_id AS crawl_id, "
             "toString(min(c.completed_at)) AS completed_at, count() AS roots, "
@@ -105,7 +106,8 @@ class AutocompleteQuery:
             "round(avg(c.nmi_pooled), 4) AS mean_nmi_pooled, "
             "any(a.subject) != '' AS shock, any(a.details) AS shock_details "
             f"FROM autocomplete_crawls{self._suffix} AS c "
-            "LEFT JOIN (SELECT subject, details FROM alerts WHERE kind = 'autocomplete_shock') AS a "
+            "LEFT JOIN (SELECT subject, any(details) AS details FROM alerts "
+            "WHERE kind = 'autocomplete_shock' GROUP BY subject) AS a "
             "ON a.subject = concat(c.engine, '/', c.crawl_id) "
             f"WHERE {self._where('c.')} "
             "AND c.nmi IS NOT NULL "

@@ -8,6 +8,7 @@ from auditstream.cli import (
     crawl,
     data,
     experiment,
+    export,
     extension,
     figures,
     importing,
@@ -52,6 +53,7 @@ app.add_typer(report.app, name="report", rich_help_panel=ANALYSE)
 app.command("sql", rich_help_panel=ANALYSE)(data.sql)
 app.command("figures", rich_help_panel=ANALYSE)(figures.figures)
 app.add_typer(plan.app, name="plan", rich_help_panel=ANALYSE)
+app.command("export", rich_help_panel=ANALYSE)(export.export)
 app.add_typer(experiment.app, name="experiment", rich_help_panel=MANAGE)
 app.add_typer(keys.app, name="keys", rich_help_panel=MANAGE)
 app.add_typer(participants.app, name="participants", rich_help_panel=MANAGE)

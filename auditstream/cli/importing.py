@@ -109,7 +109,7 @@ def _send_files(files: list[str], url: str, key: str, chunk_lines: int, stats: I
 def _recompute_stored(url: str, key: str, stats: ImportStats) -> None:
     """After a failure: recompute the days already stored, if the service still answers
     (three tries a request, not the minutes of retries a running import allows)."""
-    if not stats.spans:
+    if not stats.recompute_steps:
         return
     try:
         _recompute(url, key, stats, tries=3)
@@ -120,13 +120,14 @@ def _recompute_stored(url: str, key: str, stats: ImportStats) -> None:
 
 
 def _recompute(url: str, key: str, stats: ImportStats, tries: int = 30) -> None:
-    steps = len(stats.spans) + len({(e, g) for e, g, _ in stats.spans})
+    steps = stats.recompute_steps
     if not steps:
         return
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   console=console) as progress:  # fmt: skip
-        task = progress.add_task("recomputing days and installs", total=steps)
-        asyncio.run(recompute(url, key, stats.spans, lambda: progress.advance(task), tries))
+        task = progress.add_task("recomputing days, installs and studies", total=steps)
+        studies = (stats.crawl_studies, stats.serp_studies)
+        asyncio.run(recompute(url, key, stats.spans, lambda: progress.advance(task), tries, *studies))
 
 
 def _print_summary(stats: ImportStats) -> None:

@@ -77,6 +77,11 @@ WHERE type = 'crawl_completed'
   AND (engine, root, crawl_id) NOT IN (SELECT engine, root, crawl_id FROM autocomplete_crawls)
 ORDER BY received_at LIMIT {ORPHAN_BATCH}
 """
+STUDY_CRAWLS_SQL = """
+SELECT root, crawl_id FROM crawl_markers
+WHERE type = 'crawl_completed' AND engine = {engine} AND study_id = {study_id}
+ORDER BY received_at, root, crawl_id
+"""
 WAIT_TICKS = 60
 """Timer ticks (5 s each) a crawl waits for missing nodes before it is analysed as it is."""
 ORPHAN_SCAN_EVERY = 12
@@ -157,17 +162,31 @@ class AutocompleteAnalytics:
                 exc_info=not isinstance(exc, StoreUnavailable),
             )
 
+    async def recompute_study(self, engine: str, study_id: str) -> None:
+        """Analyse every completed crawl of a study on an engine again, one round at a time in
+        the order the rounds completed, as the worker met them (a bulk import's raw rows:
+        each round's shock is judged against the rounds before it). Crawls are analysed
+        with the nodes stored, none waited for: the import is in."""
+        sql = STUDY_CRAWLS_SQL.format(engine=quote(engine), study_id=quote(study_id))
+        found = await self.store.query(sql)
+        rounds: dict[str, set[CrawlKey]] = {}
+        for root, crawl_id in found.rows:
+            rounds.setdefault(str(crawl_id), set()).add((engine, str(root), str(crawl_id)))
+        for keys in rounds.values():
+            async with self.lock:
+                await self._analyse_locked(keys, wait=False)
+
     async def _analyse(self, keys: set[CrawlKey]) -> None:
         async with self.lock:
             await self._analyse_locked(keys)
 
-    async def _analyse_locked(self, keys: set[CrawlKey]) -> None:
+    async def _analyse_locked(self, keys: set[CrawlKey], wait: bool = True) -> None:
         rounds: set[tuple[str, str, str]] = set()
         for key in sorted(keys):
             crawl = await self._load(*key)
             if crawl is None:
                 continue  # no marker (yet): nothing to analyse
-            if len(crawl.nodes) < crawl.n_nodes:
+            if wait and len(crawl.nodes) < crawl.n_nodes:
                 self.waits[key] = self.waits.get(key, 0) + 1
                 if self.waits[key] <= WAIT_TICKS:
                     self.pending.add(key)  # nodes still on their way

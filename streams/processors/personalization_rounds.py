@@ -69,6 +69,15 @@ GROUP BY study_id, profile_id, query
 PROFILES_SQL = """
 SELECT study_id, uniqExact(profile_id) FROM serp_snapshots WHERE study_id IN ({studies}) GROUP BY study_id
 """
+STUDY_ROUNDS_SQL = """
+SELECT DISTINCT round_id, query FROM serp_snapshots WHERE study_id = {study} ORDER BY round_id, query
+"""
+STUDY_PAGES_SQL = """
+SELECT profile_id, query, toString(min(toDate(sent_at))) FROM serp_snapshots
+WHERE study_id = {study} AND status = 'ok' GROUP BY profile_id, query ORDER BY profile_id, query
+"""
+STUDY_BATCH = 500
+"""Rounds (or profile and query pairs) a study's recompute reads at once."""
 
 
 def _ms_text(ms: int) -> str:
@@ -98,6 +107,21 @@ class PersonalizationRounds:
             pages = {(str(e["study_id"]), str(e["profile_id"]), str(e["query"])) for e in events}
             since = min(_parse_time(str(e["sent_at"])).astimezone(UTC).date() for e in events)
             await self._consistency(pages, since)
+
+    async def recompute_study(self, study_id: str) -> None:
+        """Every round of a study and its day-to-day consistency, recomputed from its stored
+        snapshots ``STUDY_BATCH`` at a time (a bulk import's raw rows: no batch of the
+        worker's brought them)."""
+        study = quote(study_id)
+        found = await self.store.query(STUDY_ROUNDS_SQL.format(study=study))
+        rounds = [(study_id, str(r), str(q)) for r, q in found.rows]
+        for start in range(0, len(rounds), STUDY_BATCH):
+            await self._recompute(set(rounds[start : start + STUDY_BATCH]))
+        found = await self.store.query(STUDY_PAGES_SQL.format(study=study))
+        for start in range(0, len(found.rows), STUDY_BATCH):
+            batch = found.rows[start : start + STUDY_BATCH]
+            since = min(date.fromisoformat(str(first)) for _, _, first in batch)
+            await self._consistency({(study_id, str(p), str(q)) for p, q, _ in batch}, since)
 
     async def expire_waiting(self) -> None:
         """Timer: rounds whose wait ended are settled as complete or incomplete."""

@@ -69,6 +69,8 @@ ROUTES = [
     ("POST", "/v1/import"),
     ("POST", "/v1/import/recompute"),
     ("GET", "/v1/import/recompute/rc_0123456789abcdef0123"),
+    ("GET", "/v1/export/personalization"),
+    ("GET", "/v1/export/personalization/personalization_rounds"),
     ("GET", "/v1/keys/self"),
     ("POST", "/v1/participants/erase"),
     ("POST", "/v1/participants/erase-own"),
@@ -87,6 +89,7 @@ def test_the_fuzzed_routes_are_every_documented_route() -> None:
     def concrete(path: str) -> str:
         concrete = path.replace("{experiment_id}", "fuzz-exp").replace("{study_id}", "fuzz-study")
         concrete = concrete.replace("{paper}", "powermeter").replace("{figure}", "figure8")
+        concrete = concrete.replace("{kind}", "personalization").replace("{table}", "personalization_rounds")
         return concrete.replace("{recompute_id}", "rc_0123456789abcdef0123")
 
     assert {(op.method, concrete(op.path)) for op in OPERATIONS} <= set(ROUTES)

@@ -19,6 +19,8 @@ def test_no_get_route_writes_to_the_store() -> None:
     assert answered["/v1/board/experiments/get-only?correction=bh&variance_reduction=1"] == 200
     assert answered["/v1/board/index"] == 200 and answered["/v1/openapi.json"] == 200
     assert answered["/v1/board/figures/personalization/figure5_by_rank?study=none"] == 200
+    assert answered["/v1/export/arrangement?study=get-only"] == 200
+    assert answered["/v1/export/arrangement/arrangement_install?study=get-only&limit=50"] == 200
     assert out["writes"] == [] and out["changed"] == []
     # the looks the reads did not store, the worker's step does, once
     assert out["kept"] == [1, 0] and out["looks"] > 0

@@ -383,6 +383,30 @@ def check_import(api: Api, keys: dict[str, str], experiment_id: str) -> None:
     api.call("POST", recompute, 403, json={}, key=keys["ingest"])
 
 
+def check_export(api: Api, keys: dict[str, str], experiment: str, autocomplete: str) -> None:
+    """A study's manifest and its tables' pages, followed by their cursor."""
+    manifest, page = "/v1/export/{kind}", "/v1/export/{kind}/{table}"
+    ours = {"kind": "arrangement"}
+    doc = api.call("GET", manifest, 200, params=ours, query={"study": experiment}).body
+    assert doc["registration"]["experiment_id"] == experiment and doc["plan"]["version"] >= 1
+    assert {t["name"] for t in doc["tables"]} >= {"extension_events", "arrangement_install"}
+    crawls = {"kind": "autocomplete"}
+    assert api.call("GET", manifest, 200, params=crawls, query={"study": autocomplete}).body["plan"] is None
+    table = {**ours, "table": "extension_events"}
+    first = api.call("GET", page, 200, params=table, query={"study": experiment, "limit": "5"}).body
+    assert len(first["rows"]) == 5 and first["next"] is not None
+    query = {"study": experiment, "limit": "5", "after": first["next"]}
+    assert api.call("GET", page, 200, params=table, query=query).body["rows"] != first["rows"]
+    api.call("GET", page, 400, params=table, query={"study": experiment, "after": "[1]"})
+    wrong = {"study": experiment, "after": '["google", "yesterday", "x"]'}  # a key's length, not its types
+    assert api.call("GET", page, 400, params=table, query=wrong).body["error"] == "bad_request"
+    api.call("GET", page, 400, params=table, query={"study": experiment, "limit": "0"})
+    api.call("GET", manifest, 400, params=ours)  # an experiment is named
+    api.call("GET", manifest, 404, params={"kind": "nope"}, query={"study": experiment})
+    api.call("GET", page, 404, params={**ours, "table": "alerts"}, query={"study": experiment})
+    api.call("GET", manifest, 403, params=ours, query={"study": experiment}, key=keys["read"])
+
+
 def check_participants(api: Api, keys: dict[str, str], experiment: str) -> None:
     """The operator erases an install; a volunteer's extension erases its own, proving it
     with the secret whose hash came with its onboarding answers."""
@@ -436,6 +460,7 @@ def test_every_v1_route_answers_as_its_document_says(service: Service) -> None:
     post_personalization(api, service, experiment + "-pers")
     check_board(api, keys, experiment, autocomplete, experiment + "-pers")
     check_import(api, keys, experiment + "-import")
+    check_export(api, keys, experiment, autocomplete)
     check_keys(api, keys)
     check_participants(api, keys, experiment)
     api.call("GET", "/v1/openapi.json", 200, key="")
@@ -482,6 +507,12 @@ def test_unavailable_and_rate_limited_answers_match_the_document(
         ("POST", "/v1/reports/timeline", {"json": body}),
         ("POST", "/v1/import", {"raw": line, "content_type": NDJSON}),
         ("POST", "/v1/import/recompute", {"json": span}),
+        ("GET", "/v1/export/{kind}", {"params": {"kind": "arrangement"}, "query": {"study": "exp"}}),
+        (
+            "GET",
+            "/v1/export/{kind}/{table}",
+            {"params": {"kind": "arrangement", "table": "extension_events"}, "query": {"study": "exp"}},
+        ),
         ("GET", "/v1/board/index", {}),
         ("GET", "/v1/board/experiments/{experiment_id}", {"params": ours}),
         ("GET", "/v1/board/autocomplete", {}),

@@ -121,6 +121,10 @@ WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {
     # the plan's state and the study's data, as the operation states them
     ("POST /v1/experiments/{experiment_id}/plan/freeze-quintiles", 409, "no_pilot_data"): ("",),
     ("POST /v1/experiments/{experiment_id}/plan/freeze-quintiles", 409, "quintiles_frozen"): ("",),
+    # a study is named for these kinds; a cursor is a page's `next`; a table is its kind's
+    ("GET /v1/export/{kind}", 400, "bad_request"): ("study:",),
+    ("GET /v1/export/{kind}/{table}", 400, "bad_request"): ("study:", "after:"),
+    ("GET /v1/export/{kind}/{table}", 404, "unknown_export"): ("the tables of a",),
     ("POST /v1/sql", 400, "not_read_only"): ("",),  # a random string is rarely one SELECT
     ("POST /v1/sql", 400, "query_failed"): ("",),
 }

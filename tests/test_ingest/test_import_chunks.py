@@ -83,18 +83,40 @@ def test_a_bad_line_sends_the_chunk_line_by_line(
     assert b"private words" not in chunk.rows["extension"][0]
 
 
-def test_crawler_events_are_not_importable() -> None:
-    line = orjson.dumps(
-        {
-            "type": "crawl_started",
-            "schema_version": 1,
-            "event_id": "5b3c2a9e-0000-4000-8000-00000000000a",
-            "sent_at": "2026-10-01T08:00:00Z",
-        }
-    )
-    chunk = prepare_chunk(line)
-    assert chunk.rows == {} and chunk.lines == 1
-    assert [(r.index, r.reason) for r in chunk.rejected] in ([(1, "not_importable")], [(1, "missing_field")])
+def test_crawler_events_are_importable_with_their_received_at() -> None:
+    """An autocomplete marker and a SERP snapshot (an export of a crawler study) are stored
+    in their families' raw tables, with the received_at they were exported with."""
+    marker = {
+        "type": "crawl_started",
+        "schema_version": 1,
+        "event_id": "5b3c2a9e-0000-4000-8000-00000000000a",
+        "sent_at": "2026-10-01T08:00:00Z",
+        "crawl_id": "ac-1",
+        "engine": "google",
+        "root": "jeb bush",
+        "max_depth": 2,
+        "received_at": "2026-10-01 08:00:01.250",
+    }
+    snapshot = {
+        "type": "serp_snapshot",
+        "schema_version": 1,
+        "event_id": "5b3c2a9e-0000-4000-8000-00000000000b",
+        "sent_at": "2026-10-01T08:00:00Z",
+        "study_id": "s1",
+        "round_id": "s1-r0001",
+        "profile_id": "ctl",
+        "role": "control",
+        "treatment": "",
+        "engine": "google",
+        "query": "q",
+        "results": [{"rank": 1, "type": "organic", "url": "https://a.example/"}],
+        "status": "ok",
+    }
+    chunk = prepare_chunk(b"\n".join([orjson.dumps(marker), orjson.dumps(snapshot), b'{"type": "nope"}']))
+    assert chunk.lines == 3 and [(r.index, r.reason) for r in chunk.rejected] == [(3, "unknown_type")]
+    assert {name: count for name, (_, count) in chunk.rows.items()} == {"autocomplete": 1, "serp": 1}
+    (row,) = stored(chunk.rows["autocomplete"][0])
+    assert row["received_at"] == datetime(2026, 10, 1, 8, 0, 1, 250_000, tzinfo=UTC)
 
 
 def test_one_line_holding_two_events_is_malformed_whatever_the_other_lines() -> None:

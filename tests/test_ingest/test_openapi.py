@@ -214,7 +214,13 @@ async def test_each_operation_checks_the_scope_it_documents(
             others = tuple(s for s in SCOPES if s not in scopes)
             lacking = keys.create(f"not-{len(scopes)}-{scopes[0]}", others)[1] if others else None
             url = path.format(
-                experiment_id="nope", study_id="nope", recompute_id="nope", paper="powermeter", figure="nope"
+                experiment_id="nope",
+                study_id="nope",
+                recompute_id="nope",
+                paper="powermeter",
+                figure="nope",
+                kind="personalization",
+                table="nope",
             )
             tries = [(None, 401), *((only[s], None) for s in scopes), *([(lacking, 403)] if lacking else [])]
             for key, refused in tries:

@@ -213,3 +213,34 @@ async def test_the_import_client_recomputes_days_then_studies_and_counts_each_st
     assert len(steps) == 1501 + 2
     assert sorted(days_recomputed(service.store)) == sorted([*range(1500), 0])
     assert order == ["e after 1501 days", "f after 1501 days"]
+
+
+async def test_crawler_studies_are_recomputed_after_the_experiments_one_step_each(service: Service) -> None:
+    """An import of autocomplete and SERP events names their studies: each is analysed again
+    once, after the days and installs, as a step of its own."""
+    order: list[str] = []
+    importer = service.client.app[IMPORTER]
+
+    async def installs(experiment_id: str, engine: str) -> None:
+        order.append(f"installs {experiment_id}")
+
+    async def crawls(study: Any) -> None:
+        order.append(f"crawls {study.engine}/{study.study_id}")
+
+    async def rounds(study_id: str) -> None:
+        order.append(f"rounds {study_id}")
+
+    importer.recompute_installs = installs  # type: ignore[method-assign]
+    importer.recompute_crawl_study = crawls  # type: ignore[method-assign]
+    importer.recompute_serp_study = rounds  # type: ignore[method-assign]
+    status, state = await service.post({"crawl_studies": [{"engine": "google", "study_id": "ac"}] * 2})
+    assert status == 202 and (state["studies"], state["steps"]) == (1, 1)
+    await service.until_ended(state["id"])
+    order.clear()
+    steps: list[int] = []
+    key = service.headers["Authorization"].removeprefix("Bearer ")
+    crawled = [("google", "ac"), ("bing", "ac"), ("google", "ac")]
+    url = str(service.client.make_url("/"))
+    await recompute(url, key, {("e", "google", DAY0)}, lambda: steps.append(1), 30, crawled, ["p1", "p1"])
+    assert order == ["installs e", "crawls bing/ac", "crawls google/ac", "rounds p1"]
+    assert len(steps) == 1 + 1 + 2 + 1

@@ -30,6 +30,7 @@ EXP = "get-only"
 DAYS = 4
 PARAMS = {"experiment_id": EXP, "study_id": "none", "recompute_id": "rc_" + "0" * 20, "name": "board.js"}
 PARAMS |= {"paper": "personalization", "figure": "figure5_by_rank"}  # the study's statements, drawn
+PARAMS |= {"kind": "arrangement", "table": "arrangement_install"}  # an export's manifest and a page
 QUERIES = {
     "/v1/board/experiments/{experiment_id}": [
         "",
@@ -39,6 +40,8 @@ QUERIES = {
     ],
     "/v1/board/autocomplete": ["?study=none&engine=google"],
     "/v1/board/figures/{paper}/{figure}": ["?study=none"],
+    "/v1/export/{kind}": [f"?study={EXP}"],
+    "/v1/export/{kind}/{table}": [f"?study={EXP}&limit=50"],
 }
 
 
