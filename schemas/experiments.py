@@ -13,6 +13,12 @@ from schemas.events import Day, Engine, Ident
 Status = Literal["running", "stopped"]
 
 
+MIN_ARM_SHARE = 1e-9
+"""The smallest share of the weights an arm may have: one far below it is never assigned in
+practice, and its share, as ``public()`` writes it, could round to 0 (a weight of 5e-324
+beside 1.0 did, which the document says is above 0)."""
+
+
 class ExperimentConfig(BaseModel):
     """An arrangement experiment: arms with allocation weights and the assignment salt."""
 
@@ -28,8 +34,8 @@ class ExperimentConfig(BaseModel):
             json_schema_extra={  # the key pattern and _control_and_dates, for JSON Schema
                 "required": ["control"],
                 "additionalProperties": False,
-                "description": "Arm -> relative allocation weight; a 'control' arm is required and "
-                "the weights' sum must be a finite number.",
+                "description": "Arm -> relative allocation weight; a 'control' arm is required, "
+                "the weights' sum must be a finite number and each weight at least 1e-09 of their sum.",
             },
         ),
     ]
@@ -72,8 +78,14 @@ class ExperimentConfig(BaseModel):
     def _control_and_dates(self) -> ExperimentConfig:
         if "control" not in self.arms:
             raise ValueError("an experiment needs a 'control' arm")
-        if not math.isfinite(sum(self.arms.values())):
+        total = sum(self.arms.values())
+        if not math.isfinite(total):
             raise ValueError("the arms' weights are relative: their sum must be a finite number")
+        if tiny := sorted(a for a, w in self.arms.items() if w / total < MIN_ARM_SHARE):
+            raise ValueError(
+                f"each arm's weight must be at least {MIN_ARM_SHARE:g} of their sum (it would "
+                f"almost never be assigned, and its share would round to 0): {tiny}"
+            )
         if self.end is not None and self.end < self.start:
             raise ValueError("end is before start")
         for engine, arms in self.engine_arms.items():

@@ -100,6 +100,7 @@ WAIVED: dict[tuple[str, int, str], tuple[str, ...]] = {
         "which is not in engines",
         "names arms not in arms",
         "their sum must be a finite number",
+        "of their sum (it would",
     ),
     ("POST /v1/reports/experiment", 400, "bad_request"): ("sum to", "is given twice"),
     ("PUT /v1/experiments/{experiment_id}/planted", 400, "bad_request"): (

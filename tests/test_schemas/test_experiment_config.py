@@ -66,3 +66,16 @@ def test_a_start_is_a_calendar_day_the_store_can_hold(start: object) -> None:
     config = ExperimentConfig.model_validate({**BASE, "start": "2149-06-06"})
     assert config.model_dump(mode="json")["start"] == "2149-06-06"
     assert ExperimentConfig.model_validate(config.model_dump()) == config  # dates from Python pass
+
+
+@pytest.mark.parametrize("tiny", [5e-324, 2e-293, 1e-10])
+def test_an_arm_whose_share_would_round_to_nothing_is_refused_by_name(tiny: float) -> None:
+    """Schemathesis registered arms of 5e-324 and 2e-293 beside 1.0: the public config then
+    gave a share of 0.0, which its document says is above 0."""
+    with pytest.raises(ValidationError, match=r"at least 1e-09 of their sum.*'swap_1_2'"):
+        ExperimentConfig.model_validate({**BASE, "arms": {"control": 1.0, "swap_1_2": tiny}})
+
+
+def test_every_share_an_accepted_config_publishes_is_above_zero() -> None:
+    config = ExperimentConfig.model_validate({**BASE, "arms": {"control": 1.0, "swap_1_2": 2e-9}})
+    assert all(a["weight"] > 0 for a in config.public()["arms"])  # type: ignore[union-attr]
