@@ -23,11 +23,11 @@ from aiohttp import web
 
 from core.store import QueryResult, StoreError, StoreUnavailable
 from core.store.base import QueryLimits, StoreBusy
-from ingest.app_state import CONFIG, STORE
+from ingest.app_state import STORE
 from ingest.clock import CLOCK
 from ingest.errors import problem
 from ingest.experiments import load
-from ingest.handlers import authorize, json_response, store_unavailable
+from ingest.handlers import authorize, json_response, store_busy, store_unavailable
 from ingest.plans import read_plan
 from schemas.export_tables import (
     ARRANGEMENT,
@@ -101,12 +101,7 @@ async def _query(
     try:
         return await request.app[STORE].query(sql, read_only=True, limits=limits)
     except StoreBusy:
-        raise problem(
-            503,
-            "store_busy",
-            "every read lane of the store is busy; retry after Retry-After seconds",
-            {"Retry-After": str(request.app[CONFIG].retry_after_s)},
-        ) from None
+        raise store_busy(request) from None
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
     except StoreError as exc:

@@ -235,6 +235,16 @@ def store_unavailable(request: web.Request, exc: StoreUnavailable) -> web.HTTPEx
     )
 
 
+def store_busy(request: web.Request) -> web.HTTPException:
+    """503 with Retry-After: every read lane is taken by other queries (the store is fine)."""
+    return problem(
+        503,
+        "store_busy",
+        "every read lane of the store is busy with other queries; retry after Retry-After seconds",
+        {"Retry-After": str(request.app[CONFIG].retry_after_s)},
+    )
+
+
 async def read_query(
     request: web.Request, sql: str, failed_status: int = 400, limits: QueryLimits | None = None
 ) -> QueryResult:
@@ -243,12 +253,7 @@ async def read_query(
     try:
         return await request.app[STORE].query(sql, read_only=True, limits=limits)
     except StoreBusy:
-        raise problem(
-            503,
-            "store_busy",
-            "every read lane of the store is busy with other queries; retry after Retry-After seconds",
-            {"Retry-After": str(request.app[CONFIG].retry_after_s)},
-        ) from None
+        raise store_busy(request) from None
     except StoreUnavailable as exc:
         raise store_unavailable(request, exc) from None
     except StoreError as exc:

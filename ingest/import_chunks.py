@@ -35,7 +35,7 @@ from pydantic import (
     create_model,
 )
 
-from ingest.import_twins import twins_of, validate_canonical
+from ingest.import_twins import one_object_per_line, twins_of, validate_canonical
 from ingest.registered_arms import NO_REGISTRY, Registry, unregistered, without_unregistered
 from ingest.validation import Rejection, validate_batch, without_conflicting_ids
 from schemas.event_types import BY_NAME, EVENT_TYPES, FAMILY_BY_TYPE
@@ -144,11 +144,7 @@ def _whole(lines: Sequence[bytes], registry: Registry = NO_REGISTRY) -> Prepared
         models = _CHUNK.validate_json(b"[" + b",".join(lines) + b"]")
     except ValidationError:
         return None
-    if len(models) != len(lines):  # a line held more than one value ("{...},{...}")
-        return None
-    # Joined with commas, an object split over two lines ('{e1},{first half' then 'rest}')
-    # parses as two: every line must be one object of its own, brace to brace.
-    if not all(line.lstrip()[:1] == b"{" and line.rstrip()[-1:] == b"}" for line in lines):
+    if not one_object_per_line(models, lines):
         return None
     if unregistered(models, registry):
         return None

@@ -54,6 +54,15 @@ def canonical_received(model: BaseModel) -> str | None:
     return text if RECEIVED_LOW <= text < RECEIVED_HIGH else None
 
 
+def one_object_per_line(models: Sequence[Any], lines: Sequence[bytes]) -> bool:
+    """Whether the lines, validated joined with commas as one array, were one object each: a
+    line may hold two values ("{...},{...}"), and an object split over two lines ('{e1},{first
+    half' then 'rest}') parses as two, so each line must be one object, brace to brace."""
+    return len(models) == len(lines) and all(
+        line.lstrip()[:1] == b"{" and line.rstrip()[-1:] == b"}" for line in lines
+    )
+
+
 def validate_canonical(
     adapter: TypeAdapter[list[Any]], lines: Sequence[bytes], registry: Registry = NO_REGISTRY
 ) -> list[Any] | None:
@@ -63,11 +72,7 @@ def validate_canonical(
         models = adapter.validate_json(b"[" + b",".join(lines) + b"]")
     except ValidationError:
         return None
-    if len(models) != len(lines):  # a line held more than one value ("{...},{...}")
-        return None
-    # Joined with commas, an object split over two lines ('{e1},{first half' then 'rest}')
-    # parses as two: every line must be one object of its own, brace to brace.
-    if not all(line.lstrip()[:1] == b"{" and line.rstrip()[-1:] == b"}" for line in lines):
+    if not one_object_per_line(models, lines):
         return None
     for model in models:
         received = canonical_received(model)

@@ -26,11 +26,11 @@ from core.store.base import (
     QueryLimits,
     QueryResult,
     Store,
-    StoreBusy,
     StoreError,
     loads_json,
     unfound,
 )
+from core.store.read_lanes import ReadLanes
 
 log = logging.getLogger(__name__)
 
@@ -89,12 +89,7 @@ class ChdbStore(Store):
         self.path = path
         write, background, control, *reading = connections
         self._write, self._background, self._control = _Lane(write), _Lane(background), _Lane(control)
-        readers = [_Lane(c, read_only=True) for c in reading]
-        self._idle: asyncio.Queue[_Lane] = asyncio.Queue()
-        for lane in readers:
-            self._idle.put_nowait(lane)
-        self._lanes = len(readers)
-        self._waiting = 0
+        self._idle = ReadLanes(_Lane(c, read_only=True) for c in reading)
 
     async def execute(self, sql: str, *, background: bool = False) -> None:
         await (self._background if background else self._write)(sql)
@@ -122,16 +117,7 @@ class ChdbStore(Store):
         settings = f"{READ_LANE_SETTINGS}, log_comment = '{tag}'"
         if limits is not None:
             settings += ", " + limits.sql()
-        self._waiting += 1
-        try:
-            # an analyst's query waits for a lane at most as long as one may run: six slow
-            # queries on two lanes had made the sixth, and a SELECT 1 after it, wait 90 s
-            wait = limits.max_execution_time_s if limits is not None else None
-            lane = await asyncio.wait_for(self._idle.get(), wait)
-        except TimeoutError:
-            raise StoreBusy(f"every read lane stayed busy for {wait:g} s") from None
-        finally:
-            self._waiting -= 1
+        lane = await self._idle.take(limits)
         try:
             task = asyncio.ensure_future(lane(f"{sql}\nSETTINGS {settings}", fmt))
             try:
@@ -161,13 +147,7 @@ class ChdbStore(Store):
             log.warning("could not cancel a read in chDB: %s", str(exc)[:200])
 
     async def status(self) -> dict[str, Any]:
-        busy = self._lanes - self._idle.qsize()
-        return {
-            "read_lanes": self._lanes,
-            "reads_busy": busy,
-            "reads_waiting": self._waiting,
-            "saturated": busy == self._lanes and self._waiting > 0,
-        }
+        return self._idle.status()
 
     async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         if not lines:
@@ -190,8 +170,7 @@ class ChdbStore(Store):
 
     async def close(self) -> None:
         lanes = [self._write, self._background, self._control]
-        while not self._idle.empty():
-            lanes.append(self._idle.get_nowait())
+        lanes += self._idle.drain()
         for lane in lanes:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(lane.connection.close)

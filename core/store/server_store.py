@@ -29,11 +29,11 @@ from core.store.base import (
     QueryLimits,
     QueryResult,
     Store,
-    StoreBusy,
     StoreError,
     StoreUnavailable,
     unfound,
 )
+from core.store.read_lanes import ReadLanes
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +104,7 @@ class ServerStore(Store):
         self._write = ServerLane(connect(url), "write")
         self._background = ServerLane(connect(url), "background")
         self._control = ServerLane(connect(url), "control")
-        self._idle: asyncio.Queue[ServerLane] = asyncio.Queue()
-        for i in range(read_lanes):
-            self._idle.put_nowait(ServerLane(connect(read_url or url), f"read-{i}"))
-        self._lanes = read_lanes
-        self._waiting = 0
+        self._idle = ReadLanes(ServerLane(connect(read_url or url), f"read-{i}") for i in range(read_lanes))
         self._structures: dict[str, str] = {}
 
     def _lane(self, background: bool) -> ServerLane:
@@ -139,15 +135,7 @@ class ServerStore(Store):
 
     async def _read(self, sql: str, settings: dict[str, Any], limits: QueryLimits | None) -> Any:
         """Run on a free read lane; killed on the server if the caller goes away."""
-        self._waiting += 1
-        try:
-            # an analyst's query waits for a lane at most as long as one may run
-            wait = limits.max_execution_time_s if limits is not None else None
-            lane = await asyncio.wait_for(self._idle.get(), wait)
-        except TimeoutError:
-            raise StoreBusy(f"every read lane stayed busy for {wait:g} s") from None
-        finally:
-            self._waiting -= 1
+        lane = await self._idle.take(limits)
         query_id = f"auditstream-read-{uuid.uuid4().hex}"
         try:
             task = asyncio.ensure_future(
@@ -174,13 +162,7 @@ class ServerStore(Store):
             log.warning("could not cancel a read on the server: %s", str(exc)[:200])
 
     async def status(self) -> dict[str, Any]:
-        busy = self._lanes - self._idle.qsize()
-        return {
-            "read_lanes": self._lanes,
-            "reads_busy": busy,
-            "reads_waiting": self._waiting,
-            "saturated": busy == self._lanes and self._waiting > 0,
-        }
+        return self._idle.status()
 
     def _structure(self, lane: ServerLane, table: str) -> str:
         """The table's columns as ``format()`` wants them (called holding ``lane``)."""
@@ -225,8 +207,7 @@ class ServerStore(Store):
 
     async def close(self) -> None:
         lanes = [self._write, self._background, self._control]
-        while not self._idle.empty():
-            lanes.append(self._idle.get_nowait())
+        lanes += self._idle.drain()
         for lane in lanes:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(lane.client.disconnect)
