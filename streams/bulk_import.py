@@ -31,6 +31,7 @@ from schemas.wire import parse_received_at
 from streams.detectors.alerts import AlertService
 from streams.processors.autocomplete_crawls import AutocompleteAnalytics
 from streams.processors.personalization_rounds import PersonalizationRounds
+from streams.sinks.later_copies import delete_later_copies
 from streams.sinks.raw_writer import RawWriter
 from studies.arrangement.write import clicks_by_rank, closed_sums, hourly_replicates, slice_rows
 
@@ -121,6 +122,27 @@ def _in_range(lo: int, hi: int) -> str:
     return f"received_at >= toDateTime64({lo}, 3, 'UTC') AND received_at < toDateTime64({hi}, 3, 'UTC')"
 
 
+Touched = tuple[frozenset[Span], frozenset[CrawlStudy], frozenset[str]]
+"""What rows make an import recompute: extension days, autocomplete studies, SERP studies."""
+
+
+def touched_of(family: Family, rows: Iterable[Mapping[str, Any]]) -> Touched:
+    """What these rows make an import recompute (``BulkImporter._touched``, from rows in hand)."""
+    rows = list(rows)
+    spans = frozenset(spans_of(rows)) if family is EXTENSION else frozenset()
+    crawls = frozenset(
+        CrawlStudy(str(v["engine"]), str(v.get("study_id", "")))
+        for v in rows
+        if family is AUTOCOMPLETE and v.get("type") == "crawl_completed"
+    )
+    studies = frozenset(str(v["study_id"]) for v in rows if family is SERP)
+    return spans, crawls, studies
+
+
+def _merged(a: Touched, b: Touched) -> Touched:
+    return a[0] | b[0], a[1] | b[1], a[2] | b[2]
+
+
 @dataclass(frozen=True)
 class ImportWrite:
     """What storing one chunk of one family did, and the days it touched (extension)."""
@@ -192,16 +214,27 @@ class BulkImporter:
                 if "install_id" in family.required:  # an erased install's events, never again
                     guarded += f" AND {INSTALL_HASH_SQL} NOT IN ({HASHES_SQL})"
                 await self.store.execute(f"INSERT INTO {raw} {guarded}")
+                # against a server, the worker may have stored some of them at the same moment
+                later = await delete_later_copies(self.store, raw, where, [fresh])
+                if not self.store.one_writer:
+                    inserted -= await self._not_stored(raw, where, new)
             finally:
                 await self.store.execute(f"DROP TABLE IF EXISTS {new}")
-            touched = await self._touched(family, staging)
+            touched = _merged(await self._touched(family, staging), touched_of(family, later))
         finally:
             await self.store.execute(f"DROP TABLE IF EXISTS {staging}")
         return ImportWrite(inserted, count - inserted, 0, *touched)
 
-    async def _touched(
-        self, family: Family, staging: str
-    ) -> tuple[frozenset[Span], frozenset[CrawlStudy], frozenset[str]]:
+    async def _not_stored(self, raw: str, where: str, new: str) -> int:
+        """Rows of ``new`` the raw table does not hold as they are: another writer stored
+        them first (the guard skipped them, or they were deleted as later copies)."""
+        ids = f"SELECT event_id FROM {new}"
+        held = f"SELECT event_id, received_at FROM {raw} WHERE {where} AND event_id IN ({ids})"
+        missing = f"SELECT count() FROM {new} WHERE (event_id, received_at) NOT IN ({held})"
+        result = await self.store.query(missing)
+        return int(result.rows[0][0])
+
+    async def _touched(self, family: Family, staging: str) -> Touched:
         """What a chunk's rows make the import recompute: the days of extension events, the
         studies of crawl markers (nodes belong to their markers' study), SERP studies."""
         if family is EXTENSION:
@@ -225,14 +258,8 @@ class BulkImporter:
         values = orjson.loads(body) if body.startswith(b"[") else [orjson.loads(x) for x in body.split(b"\n")]
         lines = [orjson.dumps(v) for v in values]
         written = await self.raw.write(family, DecodedBatch(events=values, lines=lines))
-        spans = frozenset(spans_of(values)) if family is EXTENSION else frozenset()
-        crawls = frozenset(
-            CrawlStudy(str(v["engine"]), str(v.get("study_id", "")))
-            for v in values
-            if family is AUTOCOMPLETE and v.get("type") == "crawl_completed"
-        )
-        studies = frozenset(str(v["study_id"]) for v in values if family is SERP)
-        return ImportWrite(written.inserted, written.duplicates, written.dead, spans, crawls, studies)
+        touched = touched_of(family, [*values, *written.later_copies])
+        return ImportWrite(written.inserted, written.duplicates, written.dead, *touched)
 
     async def recompute_day(self, span: Span) -> None:
         """The minute aggregate, the per-install 10-second slices and the hours' replicate sums

@@ -104,6 +104,13 @@ class QueryResult:
 class Store(abc.ABC):
     """Async access to ClickHouse. Blocking engines run in a thread."""
 
+    one_writer: bool = False
+    """True when every write to the data passes this store's one write lane (chDB's owner, and
+    the store server in front of it): an id lookup and its insert are then one step and no
+    other writer's copy of the event can come between. A ClickHouse server takes writes from
+    every process at once, so its writers settle such copies afterwards
+    (``streams/sinks/later_copies.py``)."""
+
     @abc.abstractmethod
     async def execute(self, sql: str, *, background: bool = False) -> None:
         """Run a statement that returns nothing (DDL, INSERT ... SELECT). ``background``: a
@@ -132,7 +139,8 @@ class Store(abc.ABC):
         step on its write lane (and the store server passes the call on whole), so a
         concurrent writer's guarded ``INSERT ... SELECT`` (an import's) cannot slip between
         them: exactly once in embedded mode. Against a ClickHouse server two writers of one
-        event id at the same moment can still both insert (README, "Limits")."""
+        event id at the same moment can both insert; they then delete every copy but the
+        first (``streams/sinks/later_copies.py``)."""
         found: set[str] = set()
         for sql in lookups:
             found.update(str(row[0]) for row in (await self.query(sql)).rows)

@@ -78,6 +78,8 @@ class ChdbStore(Store):
     """Owns a chDB data directory: a write lane, a background write lane (the worker's
     roll-ups, ``Store.execute``), ``read_lanes`` read lanes and a control lane."""
 
+    one_writer = True
+
     def __init__(self, path: Path, read_lanes: int = 2) -> None:
         import chdb  # heavy import, only where chDB is used
 

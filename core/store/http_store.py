@@ -37,6 +37,8 @@ it on its own lane."""
 class HttpStore(Store):
     """Client of the store process; every other embedded process talks to chDB this way."""
 
+    one_writer = True
+
     def __init__(
         self, url: str, token: str = "", timeout_s: float = 120.0, watch_every_s: float = 4.0
     ) -> None:

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from core.store import StoreError, StoreUnavailable
 from core.store.retry import until_done
@@ -70,18 +71,19 @@ class ClickHouseSink:
 
     async def _write_once(self, family: Family, batch: DecodedBatch) -> WriteResult:
         raw = await self.writer.write(family, batch)
-        settled = await self._derive(family, batch)
+        # the keys of copies deleted as later ones too: they may have been counted already
+        settled = await self._derive(family, [*batch.events, *raw.later_copies])
         return WriteResult(raw.inserted, raw.duplicates, raw.dead, settled)
 
-    async def _derive(self, family: Family, batch: DecodedBatch) -> asyncio.Future[None] | None:
+    async def _derive(self, family: Family, events: Sequence[dict[str, Any]]) -> asyncio.Future[None] | None:
         """Derived rows of a stored batch. A store failure retries the batch; anything else
         is a data problem (the raw rows are stored, and a replay or the next event of the same
         key recomputes them), so it is logged and counted instead of blocking the partition."""
         processor = self.processors.get(family.name)
-        if processor is None or not batch.events:
+        if processor is None or not events:
             return None
         try:
-            return await processor.after_store(batch.events)
+            return await processor.after_store(events)
         except (StoreError, StoreUnavailable):
             raise
         except Exception:

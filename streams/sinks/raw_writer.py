@@ -2,14 +2,17 @@
 
 ``write`` is safe to repeat for the same batch: a replay finds every event id stored
 and inserts nothing. Rows ClickHouse refuses are isolated one by one and kept in
-``dead_letters`` with the reason, so the rest of the batch still lands.
+``dead_letters`` with the reason, so the rest of the batch still lands. Against a
+ClickHouse server, where another writer may have stored an event between this one's
+lookup and insert, the copies after the first are then deleted (``later_copies.py``).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -20,6 +23,7 @@ from schemas.sql import quote, split_literal
 from schemas.topics import Family
 from streams.metrics import WorkerMetrics
 from streams.recompute.batch import DecodedBatch
+from streams.sinks.later_copies import delete_later_copies, own_copies
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,9 @@ class RawWrite:
     inserted: int
     duplicates: int
     dead: int
+    later_copies: list[dict[str, Any]] = field(default_factory=list)
+    """Copies of the batch's events stored after their first (by this writer or another at
+    the same moment) and deleted: what they were counted in is recomputed with the batch."""
 
 
 class RawWriter:
@@ -65,15 +72,35 @@ class RawWriter:
         fresh = unfound(rows, existing)
         if refused:
             dead += await self._insert_one_by_one(family, fresh)
+        later = await self._delete_later_copies(family, batch, existing)
+        # copies of this batch another writer stored first: this one stored nothing of them
+        lost = own_copies(later, {e["event_id"]: e["received_at"] for e in batch.events}) - existing
+        existing |= lost
         if dead:
             await self._dead_letter(family, dead)
         self.metrics.count_stored(family.name, (e for e in batch.events if e["event_id"] not in existing))
         n_dead = len(dead)
-        inserted = len(fresh) - (n_dead - len(batch.rejects))
+        inserted = len(fresh) - len(lost) - (n_dead - len(batch.rejects))
         self.metrics.sink_rows.labels(family.raw_table, "inserted").inc(inserted)
         self.metrics.sink_rows.labels(family.raw_table, "duplicate").inc(len(existing))
         self.metrics.sink_rows.labels(family.raw_table, "dead_letter").inc(n_dead)
-        return RawWrite(inserted=inserted, duplicates=len(existing), dead=n_dead)
+        return RawWrite(inserted=inserted, duplicates=len(existing), dead=n_dead, later_copies=later)
+
+    async def _delete_later_copies(
+        self, family: Family, batch: DecodedBatch, existing: set[str]
+    ) -> list[dict[str, Any]]:
+        ids = [e["event_id"] for e in batch.events if e["event_id"] not in existing]
+        if not ids or self.store.one_writer:
+            return []
+        since = self._since(batch)
+        chunks = [id_set_sql(ids[start : start + ID_CHUNK]) for start in range(0, len(ids), ID_CHUNK)]
+        return await delete_later_copies(self.store, family.raw_table, since, chunks)
+
+    def _since(self, batch: DecodedBatch) -> str:
+        """Where a lookup finds an earlier copy: from the dedup horizon before the batch's
+        oldest event on."""
+        oldest = min(e["received_at"] for e in batch.events)
+        return f"received_at >= toDateTime64({quote(oldest)}, 3, 'UTC') - INTERVAL {self.horizon_days} DAY"
 
     def _lookups(self, family: Family, batch: DecodedBatch) -> list[str]:
         """The queries that find the batch's event ids already stored (client retries and
@@ -82,13 +109,11 @@ class RawWriter:
         if not batch.events:
             return []
         erased = erased_lookup_sql(batch.events) if "install_id" in family.required else []
-        oldest = min(e["received_at"] for e in batch.events)
+        since = self._since(batch)
         out = []
         for start in range(0, len(batch.events), ID_CHUNK):
             out.append(
-                f"SELECT toString(event_id) FROM {family.raw_table} "
-                f"WHERE received_at >= toDateTime64({quote(oldest)}, 3, 'UTC') "
-                f"- INTERVAL {self.horizon_days} DAY AND event_id IN "
+                f"SELECT toString(event_id) FROM {family.raw_table} WHERE {since} AND event_id IN "
                 f"({id_set_sql([e['event_id'] for e in batch.events[start : start + ID_CHUNK]])})"
             )
         return [*out, *erased]
