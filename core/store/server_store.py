@@ -7,7 +7,8 @@ of its own: the worker's writes (and their own reads), its background recomputes
 bounded pool of read lanes for read-only queries (the board, analysts' SQL; connected as
 ``read_url``'s user where one is given, a read-only one in ``deploy/``), and control, which
 kills a read whose caller went away (``KILL QUERY`` by the ``query_id`` the read was sent
-with). A heavy read slows other reads at most; it never holds up the pipeline.
+with). A heavy read slows other reads at most; it never holds up the pipeline. Rows are
+inserted through the driver's native insert, as typed columns (``native_rows.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import datetime as dt
 import decimal
 import ipaddress
 import logging
+import struct
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,7 +27,6 @@ from typing import Any
 import orjson
 
 from core.store.base import (
-    INSERT_SETTINGS,
     QueryLimits,
     QueryResult,
     Store,
@@ -33,6 +34,7 @@ from core.store.base import (
     StoreUnavailable,
     unfound,
 )
+from core.store.native_rows import Column, columns_of, to_columns
 from core.store.read_lanes import ReadLanes
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,7 @@ class ServerLane:
         self.client, self.name = client, name
         self.lock = asyncio.Lock()
 
-    def run(self, sql: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+    def run(self, sql: str, params: Any = None, **kw: Any) -> Any:
         from clickhouse_driver import errors
 
         try:
@@ -78,7 +80,7 @@ class ServerLane:
         except (errors.NetworkError, errors.SocketTimeoutError, OSError, EOFError) as exc:
             raise StoreUnavailable(str(exc)) from exc
 
-    async def __call__(self, sql: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+    async def __call__(self, sql: str, params: Any = None, **kw: Any) -> Any:
         async with self.lock:
             return await asyncio.to_thread(self.run, sql, params, **kw)
 
@@ -105,7 +107,7 @@ class ServerStore(Store):
         self._background = ServerLane(connect(url), "background")
         self._control = ServerLane(connect(url), "control")
         self._idle = ReadLanes(ServerLane(connect(read_url or url), f"read-{i}") for i in range(read_lanes))
-        self._structures: dict[str, str] = {}
+        self._structures: dict[str, list[Column]] = {}
 
     def _lane(self, background: bool) -> ServerLane:
         return self._background if background else self._write
@@ -164,26 +166,35 @@ class ServerStore(Store):
     async def status(self) -> dict[str, Any]:
         return self._idle.status()
 
-    def _structure(self, lane: ServerLane, table: str) -> str:
-        """The table's columns as ``format()`` wants them (called holding ``lane``)."""
+    def _columns(self, lane: ServerLane, table: str) -> list[Column]:
+        """The table's insertable columns (called holding ``lane``); an import's staging tables
+        are new each chunk, so the cache is bounded."""
         if table not in self._structures:
-            rows = lane.run(f"DESCRIBE TABLE {table}")
-            self._structures[table] = ", ".join(
-                f"{name} {typ}" for name, typ, default_kind, *_ in rows if default_kind != "ALIAS"
-            )
+            if len(self._structures) >= 256:
+                self._structures.clear()
+            self._structures[table] = columns_of(lane.run(f"DESCRIBE TABLE {table}"))
         return self._structures[table]
 
     def _insert(self, lane: ServerLane, table: str, lines: bytes) -> None:
-        """Insert JSON lines (called holding ``lane``, in a thread)."""
-        sql = (
-            f"INSERT INTO {table} SELECT * FROM format(JSONEachRow, %(structure)s, %(data)s) "
-            f"SETTINGS {INSERT_SETTINGS}"
-        )
-        lane.run(
-            sql,
-            {"structure": self._structure(lane, table), "data": lines.decode()},
-            settings={"max_query_size": len(lines) + 65536},
-        )
+        """Insert JSON lines (or one JSON array) through the driver's native insert (called
+        holding ``lane``, in a thread): typed columns in Native blocks, no SQL text to parse."""
+        try:
+            rows = (
+                orjson.loads(lines)
+                if lines.lstrip().startswith(b"[")
+                else [orjson.loads(line) for line in lines.split(b"\n") if line.strip()]
+            )
+            if not all(isinstance(row, dict) for row in rows):
+                raise ValueError("a row is not a JSON object")
+            inserts = to_columns(self._columns(lane, table), rows)
+        except ValueError as exc:  # orjson.JSONDecodeError is one
+            raise StoreError(f"cannot insert into {table}: {exc}") from exc
+        for names, values in inserts:
+            sql = f"INSERT INTO {table} ({', '.join(f'`{n}`' for n in names)}) VALUES"
+            try:
+                lane.run(sql, values, columnar=True, types_check=True)
+            except (TypeError, ValueError, OverflowError, struct.error) as exc:  # the driver's checks
+                raise StoreError(f"cannot insert into {table}: {exc}") from exc
 
     async def insert_json_rows(self, table: str, lines: bytes, *, background: bool = False) -> None:
         if lines:

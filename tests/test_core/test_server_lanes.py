@@ -147,8 +147,8 @@ async def test_an_id_lookup_and_its_insert_let_no_other_write_of_the_process_bet
     await asyncio.wait_for(other, WAIT_S)
     statements = [(s, kw["params"]) for _, s, kw in pool.log if not s.startswith("DESCRIBE")]
     assert statements[0][0] == "SELECT hold"
-    inserted = [p["data"] for s, p in statements[1:] if "INSERT INTO t" in s]
-    assert inserted == ['{"x": 1}', '{"x": 9}']  # the pair's own insert before the other
+    inserted = [p for s, p in statements[1:] if "INSERT INTO t" in s]
+    assert inserted == [[[1]], [[9]]]  # the pair's own insert before the other (native columns)
     await store.close()
 
 

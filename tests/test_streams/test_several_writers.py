@@ -39,7 +39,7 @@ WORKER_IDS = range(0, 30)
 IMPORT_IDS = range(10, 40)
 SHARED = range(10, 30)
 
-WORKER_INSERT = "INSERT INTO raw_extension_events SELECT * FROM format("
+WORKER_INSERT = "INSERT INTO raw_extension_events (`"  # the worker's native insert
 SETTLE = "HAVING uniqExact(received_at) > 1"
 
 
