@@ -215,7 +215,8 @@ class BulkImporter:
                     guarded += f" AND {INSTALL_HASH_SQL} NOT IN ({HASHES_SQL})"
                 await self.store.execute(f"INSERT INTO {raw} {guarded}")
                 # against a server, the worker may have stored some of them at the same moment
-                later = await delete_later_copies(self.store, raw, where, [fresh])
+                # every id of the chunk: a retried chunk finds its own earlier copies stored
+                later = await delete_later_copies(self.store, raw, where, [ids])
                 if not self.store.one_writer:
                     inserted -= await self._not_stored(raw, where, new)
             finally:

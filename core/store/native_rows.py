@@ -33,6 +33,11 @@ class Column:
     default_kind: str = ""
     default_expression: str = ""
 
+    def given(self, row: dict[str, Any]) -> bool:
+        """Whether ``row`` gives this column a value: a ``null`` in a column that cannot hold
+        one counts as omitted (the JSON insert stores the default)."""
+        return self.name in row and (row[self.name] is not None or "Nullable(" in self.type)
+
     @property
     def literal_default(self) -> tuple[bool, Any]:
         """(True, value) when the default is a literal (``''``, ``0``, ``nan``) or absent (the
@@ -66,10 +71,13 @@ def to_columns(
     row names is left out (the server fills its default); rows that name a column whose
     default only the server knows, and rows that do not, go in separate inserts."""
     groups: dict[frozenset[str], list[dict[str, Any]]] = {}
-    server_defaults = [c.name for c in columns if not c.literal_default[0]]
+    server_defaults = [c for c in columns if not c.literal_default[0]]
     for row in rows:
-        groups.setdefault(frozenset(n for n in server_defaults if n in row), []).append(row)
-    return [_columns(columns, group, given) for given, group in groups.items()]
+        groups.setdefault(frozenset(c.name for c in server_defaults if c.given(row)), []).append(row)
+    inserts = [_columns(columns, group, given) for given, group in groups.items()]
+    if any(not names for names, _ in inserts):
+        raise ValueError("a row names none of the table's columns")
+    return inserts
 
 
 def _columns(
@@ -79,13 +87,13 @@ def _columns(
     for column in columns:
         if column.name not in given and not column.literal_default[0]:
             continue
-        if not any(column.name in row for row in rows):
+        if not any(column.given(row) for row in rows):
             continue
         _, default = column.literal_default
         convert = converter(column.type)
         out = []
         for n, row in enumerate(rows):
-            if column.name not in row:
+            if not column.given(row):
                 out.append(default)
                 continue
             try:

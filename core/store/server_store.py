@@ -75,10 +75,10 @@ class ServerLane:
 
         try:
             return self.client.execute(sql, params, **kw)
-        except errors.ServerException as exc:
-            raise StoreError(str(exc)) from exc
         except (errors.NetworkError, errors.SocketTimeoutError, OSError, EOFError) as exc:
             raise StoreUnavailable(str(exc)) from exc
+        except errors.Error as exc:  # the server's refusals, and the driver's own (a bad UUID)
+            raise StoreError(str(exc)) from exc
 
     async def __call__(self, sql: str, params: Any = None, **kw: Any) -> Any:
         async with self.lock:

@@ -8,9 +8,10 @@ it, and both insert. Their copies differ in ``received_at`` (the moment a live e
 arrived; an imported line's own), so they differ in the raw table's sorting key, and
 ``ReplacingMergeTree`` never merges them.
 
-So a writer whose store is not the only writer (``Store.one_writer``) looks the ids it
-has just inserted up again, once its insert is acknowledged, and deletes every copy but
-the first received (the earliest ``received_at``, as a lookup keeps the first). Of two
+So a writer whose store is not the only writer (``Store.one_writer``) looks the ids of its
+batch up again, once its insert is acknowledged (all of them: a retried batch finds its
+own earlier copies stored, and must still settle them), and deletes every copy received
+after the first (the earliest ``received_at``, as a lookup keeps the first). Of two
 writers racing on one id, the one that looks last sees both copies, so at least one of
 them deletes, and both choose the same copy. The deleted copies are handed back: the
 writer recomputes what they may have been counted in, since the other writer may have
@@ -27,8 +28,10 @@ from schemas.sql import quote
 from schemas.wire import parse_received_at
 
 DELETE_CHUNK = 1000
-"""Ids per DELETE: each names its first copy as ``'id|received_at'`` (~60 bytes), inside
+"""Ids per DELETE: each is named twice and its first copy's time once (~110 bytes), inside
 ClickHouse's default ``max_query_size`` of 256 KiB."""
+NEVER = "2299-12-31 23:59:59.999"
+"""The first time of an id not listed: no copy is later (DateTime64's last moment)."""
 
 
 def repeated_sql(table: str, where: str, ids_sql: str) -> str:
@@ -43,13 +46,13 @@ def repeated_sql(table: str, where: str, ids_sql: str) -> str:
 
 
 def later_where(where: str, firsts: Sequence[tuple[str, str]]) -> str:
-    """The rows of the ids in ``firsts`` (id, first received_at) that are not the first."""
+    """The rows of the ids in ``firsts`` (id, first received_at) received after their first.
+    Only strictly later ones: a copy received earlier than the first this writer saw
+    (a third writer's, stored since) is never deleted, so the earliest copy always stays."""
     ids = ", ".join(quote(i) for i, _ in firsts)
-    keep = ", ".join(quote(f"{i}|{t}") for i, t in firsts)
-    return (
-        f"{where} AND event_id IN ({ids}) "
-        f"AND concat(toString(event_id), '|', toString(received_at)) NOT IN ({keep})"
-    )
+    times = ", ".join(quote(t) for _, t in firsts)
+    first = f"toDateTime64(transform(toString(event_id), [{ids}], [{times}], {quote(NEVER)}), 3, 'UTC')"
+    return f"{where} AND event_id IN ({ids}) AND received_at > {first}"
 
 
 def later_rows_sql(table: str, where: str) -> str:

@@ -72,7 +72,7 @@ class RawWriter:
         fresh = unfound(rows, existing)
         if refused:
             dead += await self._insert_one_by_one(family, fresh)
-        later = await self._delete_later_copies(family, batch, existing)
+        later = await self._delete_later_copies(family, batch)
         # copies of this batch another writer stored first: this one stored nothing of them
         lost = own_copies(later, {e["event_id"]: e["received_at"] for e in batch.events}) - existing
         existing |= lost
@@ -86,10 +86,9 @@ class RawWriter:
         self.metrics.sink_rows.labels(family.raw_table, "dead_letter").inc(n_dead)
         return RawWrite(inserted=inserted, duplicates=len(existing), dead=n_dead, later_copies=later)
 
-    async def _delete_later_copies(
-        self, family: Family, batch: DecodedBatch, existing: set[str]
-    ) -> list[dict[str, Any]]:
-        ids = [e["event_id"] for e in batch.events if e["event_id"] not in existing]
+    async def _delete_later_copies(self, family: Family, batch: DecodedBatch) -> list[dict[str, Any]]:
+        # every id, those found stored too: a retry finds its own copies of a failed attempt
+        ids = [e["event_id"] for e in batch.events]
         if not ids or self.store.one_writer:
             return []
         since = self._since(batch)

@@ -129,11 +129,29 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
         "status": "ok",
         "raw_ref": "",
     }
+    profile = {  # what an extension without an erasure key sends: a null in a String column
+        "event_id": "6f1c1e6a-9a55-4c55-9a3b-2d3f1f0e8a04",
+        "type": "install_profile",
+        "schema_version": 1,
+        "sent_at": "2026-11-20T10:00:00.100Z",
+        "received_at": "2026-11-20 10:00:00.300",
+        "install_id": "10d3af43cea155d12389",
+        "install_day": "2026-10-06",
+        "extension_version": "1.5.0",
+        "experiment_id": "native",
+        "consent": "granted",
+        "age_band": None,
+        "search_languages": ["de", "en"],
+        "country": "DE",
+        "search_frequency": None,
+        "erasure_key_sha256": None,
+    }
     dead = {"topic": "extension", "reason": "refused", "payload": '{"x": 1}'}
     return {
         "raw_extension_events": extension,
         "raw_autocomplete_events": [node, marker],
         "raw_serp_snapshots": [snapshot],
+        "raw_install_profiles": [profile],
         "dead_letters": [dead],
     }
 

@@ -26,9 +26,11 @@ from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfi
 from core.store.chdb_store import ChdbStore
 from core.store.server_store import ServerStore
 from schemas.migrate import migrate
+from schemas.sql import quote
 from schemas.topics import EXTENSION
 from streams.bulk_import import BulkImporter, ImportWrite, Span
 from streams.recompute.batch import DecodedBatch
+from streams.sinks.later_copies import delete_later_copies, later_where, repeated_sql
 from streams.sinks.raw_writer import RawWrite, RawWriter
 from tests.chdb_driver import ChdbDriverClient
 
@@ -226,3 +228,26 @@ async def test_overlapping_writes_at_once_untimed_store_each_event_once(path: Pa
     rows = await stored(path)
     assert sorted(i for i, _ in rows) == sorted(copies_of)
     assert all(t in copies_of[i] for i, t in rows)
+
+
+async def test_a_copy_earlier_than_the_first_a_writer_saw_is_never_deleted(path: Path) -> None:
+    """Three copies: a writer saw b and c and keeps b; a third writer stores a, earlier,
+    before the first one's DELETE runs. That DELETE removes c only (not a), and the next
+    settling keeps a: the earliest copy always stays."""
+    store = server_store(path)
+    event = EVENTS[0]
+    a, b, c = (at(event, LIVE_AT + timedelta(hours=h)) for h in (-1, 0, 1))
+    where = "received_at >= toDateTime64('2026-11-01 00:00:00', 3, 'UTC')"
+    try:
+        await store.insert_json_rows("raw_extension_events", b"\n".join(orjson.dumps(e) for e in (b, c)))
+        seen = await store.query(repeated_sql("raw_extension_events", where, quote(event["event_id"])))
+        firsts = [(str(i), str(t)) for i, t in seen.rows]
+        assert firsts == [(event["event_id"], b["received_at"])]
+        await store.insert_json_rows("raw_extension_events", orjson.dumps(a))
+        await store.execute(f"DELETE FROM raw_extension_events WHERE {later_where(where, firsts)}")
+        assert [t for _, t in await stored(path)] == [a["received_at"], b["received_at"]]
+        deleted = await delete_later_copies(store, "raw_extension_events", where, [quote(event["event_id"])])
+        assert [r["received_at"] for r in deleted] == [b["received_at"]]
+        assert [t for _, t in await stored(path)] == [a["received_at"]]
+    finally:
+        await store.close()
