@@ -40,7 +40,6 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from analytics.stats.autocomplete_shocks import ShockRule
 from core.lifetime import exit_with_parent
 from core.process_pool import PoolUnavailable, RestartingPool
 from core.store import StoreError, StoreUnavailable
@@ -52,7 +51,7 @@ from ingest.handlers import authorize, json_response, read_model, store_unavaila
 from ingest.import_chunks import PreparedChunk, prepare_chunk
 from ingest.registered_arms import Registry
 from schemas.topics import FAMILIES
-from streams.bulk_import import DAY_S, BulkImporter, CrawlStudy, Span
+from streams.bulk_import import DAY_S, BulkImporter, CrawlStudy, Span, shock_rule_of
 
 log = logging.getLogger(__name__)
 BY_FAMILY = {f.name: f for f in FAMILIES}
@@ -411,13 +410,7 @@ async def get_recompute(request: web.Request) -> web.Response:
 def add_routes(app: web.Application, workers: int = 2) -> None:
     """The import routes; chunks are validated in ``workers`` processes (0: in a thread here)."""
     config = app[CONFIG]
-    shock_rule = ShockRule(
-        baseline_window=config.shock_baseline_window,
-        min_history=config.shock_min_history,
-        drop=config.shock_drop,
-        min_share=config.shock_min_share,
-        min_roots=config.shock_min_roots,
-    )
+    shock_rule = shock_rule_of(config)
     app[IMPORTER] = BulkImporter(
         app[STORE], config.dedup_horizon_days, shock_rule, config.personalization_round_wait_s
     )

@@ -16,10 +16,10 @@ from typing import Any
 import faust
 import orjson
 
-from analytics.stats.autocomplete_shocks import ShockRule
 from core.settings import Settings
 from core.store import Store
 from schemas.topics import ALERTS_SUFFIX, AUTOCOMPLETE, FAMILIES, SERP, WORKER_GROUP, Family
+from streams.bulk_import import shock_rule_of
 from streams.detectors.alerts import AlertService
 from streams.detectors.identification import IdentificationCheck
 from streams.detectors.srm import SrmCheck
@@ -177,13 +177,7 @@ def create_app(settings: Settings, store: Store, metrics: WorkerMetrics | None =
     async def publish_alert(alert: dict[str, Any]) -> None:
         await alerts_topic.send(key=alert["subject"].encode(), value=orjson.dumps(alert))
 
-    shock_rule = ShockRule(
-        baseline_window=settings.shock_baseline_window,
-        min_history=settings.shock_min_history,
-        drop=settings.shock_drop,
-        min_share=settings.shock_min_share,
-        min_roots=settings.shock_min_roots,
-    )
+    shock_rule = shock_rule_of(settings)
     alerts = AlertService(store, publish_alert, settings.alert_webhook_url, metrics)
     srm = SrmCheck(store, alerts)
     rollup = ArrangementRollup(

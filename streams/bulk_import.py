@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from analytics.stats.autocomplete_shocks import ShockRule
+from core.settings import Settings
 from core.store import Store, StoreError
 from schemas.erased_installs import HASHES_SQL, INSTALL_HASH_SQL
 from schemas.sql import quote
@@ -48,6 +49,17 @@ IMPORTABLE_FAMILIES = frozenset(f.name for f in FAMILIES)
 """Families a bulk import takes: each one's derived tables are recomputed from its raw rows
 (extension days and installs, autocomplete and personalization studies), or it has none
 (the panel's install profiles)."""
+
+
+def shock_rule_of(settings: Settings) -> ShockRule:
+    """The autocomplete shock rule of the settings: the worker's and an import's alike."""
+    return ShockRule(
+        baseline_window=settings.shock_baseline_window,
+        min_history=settings.shock_min_history,
+        drop=settings.shock_drop,
+        min_share=settings.shock_min_share,
+        min_roots=settings.shock_min_roots,
+    )
 
 
 @dataclass(frozen=True, order=True)
