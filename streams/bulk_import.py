@@ -32,7 +32,7 @@ from schemas.wire import parse_received_at
 from streams.detectors.alerts import AlertService
 from streams.processors.autocomplete_crawls import AutocompleteAnalytics
 from streams.processors.personalization_rounds import PersonalizationRounds
-from streams.sinks.later_copies import delete_later_copies
+from streams.sinks.later_copies import delete_events, delete_later_copies
 from streams.sinks.raw_writer import RawWriter
 from studies.arrangement.write import clicks_by_rank, closed_sums, hourly_replicates, slice_rows
 
@@ -229,6 +229,8 @@ class BulkImporter:
                 # against a server, the worker may have stored some of them at the same moment
                 # every id of the chunk: a retried chunk finds its own earlier copies stored
                 later = await delete_later_copies(self.store, raw, where, [ids])
+                if "install_id" in family.required and not self.store.one_writer:
+                    await self._delete_erased(raw, where, ids)
                 if not self.store.one_writer:
                     inserted -= await self._not_stored(raw, where, new)
             finally:
@@ -237,6 +239,15 @@ class BulkImporter:
         finally:
             await self.store.execute(f"DROP TABLE IF EXISTS {staging}")
         return ImportWrite(inserted, count - inserted, 0, *touched)
+
+    async def _delete_erased(self, raw: str, where: str, ids: str) -> None:
+        """The chunk's rows of installs erased while it was inserted, deleted (a server runs
+        an erasure beside this insert; ``RawWriter._delete_erased`` says why this is enough)."""
+        erased = f"{INSTALL_HASH_SQL} IN ({HASHES_SQL})"
+        found = await self.store.query(
+            f"SELECT toString(event_id) FROM {raw} WHERE {where} AND event_id IN ({ids}) AND {erased}"
+        )
+        await delete_events(self.store, raw, where, [str(r[0]) for r in found.rows])
 
     async def _not_stored(self, raw: str, where: str, new: str) -> int:
         """Rows of ``new`` the raw table does not hold as they are: another writer stored

@@ -103,3 +103,16 @@ def own_copies(deleted: Sequence[dict[str, Any]], received: dict[str, str]) -> s
 def same_moment(a: str, b: str) -> bool:
     """Two received_at texts naming one millisecond (the store's and the wire's forms)."""
     return parse_received_at(a) == parse_received_at(b)
+
+
+ERASED_CHUNK = 2000
+"""Ids per ``delete_events`` statement (~80 KB of quoted ids)."""
+
+
+async def delete_events(store: Store, table: str, where: str, ids: Sequence[str]) -> None:
+    """Delete the rows of these event ids within ``where`` (quoted ids: a mutation on a
+    replicated table must not read from a subquery)."""
+    ids = list(ids)
+    for start in range(0, len(ids), ERASED_CHUNK):
+        listed = ", ".join(quote(i) for i in ids[start : start + ERASED_CHUNK])
+        await store.execute(f"DELETE FROM {table} WHERE {where} AND event_id IN ({listed})")

@@ -23,7 +23,7 @@ from schemas.sql import quote, split_literal
 from schemas.topics import Family
 from streams.metrics import WorkerMetrics
 from streams.recompute.batch import DecodedBatch
-from streams.sinks.later_copies import delete_later_copies, own_copies
+from streams.sinks.later_copies import delete_events, delete_later_copies, own_copies
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +73,16 @@ class RawWriter:
         if refused:
             dead += await self._insert_one_by_one(family, fresh)
         later = await self._delete_later_copies(family, batch)
-        # copies of this batch another writer stored first: this one stored nothing of them
-        lost = own_copies(later, {e["event_id"]: e["received_at"] for e in batch.events}) - existing
-        existing |= lost
+        # copies of this batch another writer stored first, and events of installs erased
+        # since the lookup: this writer stored nothing of them
+        lost = own_copies(later, {e["event_id"]: e["received_at"] for e in batch.events})
+        gone = (lost | await self._delete_erased(family, batch)) - existing
+        existing |= gone
         if dead:
             await self._dead_letter(family, dead)
         self.metrics.count_stored(family.name, (e for e in batch.events if e["event_id"] not in existing))
         n_dead = len(dead)
-        inserted = len(fresh) - len(lost) - (n_dead - len(batch.rejects))
+        inserted = len(fresh) - len(gone) - (n_dead - len(batch.rejects))
         self.metrics.sink_rows.labels(family.raw_table, "inserted").inc(inserted)
         self.metrics.sink_rows.labels(family.raw_table, "duplicate").inc(len(existing))
         self.metrics.sink_rows.labels(family.raw_table, "dead_letter").inc(n_dead)
@@ -94,6 +96,20 @@ class RawWriter:
         since = self._since(batch)
         chunks = [id_set_sql(ids[start : start + ID_CHUNK]) for start in range(0, len(ids), ID_CHUNK)]
         return await delete_later_copies(self.store, family.raw_table, since, chunks)
+
+    async def _delete_erased(self, family: Family, batch: DecodedBatch) -> set[str]:
+        """The batch's events of installs erased since its lookup, deleted. Against a server an
+        erasure can mark an install after this writer looked the marks up and delete the
+        install's rows before this insert lands; looked up again once the insert is
+        acknowledged, the mark is seen (it came before the erasure's delete, which came
+        before this insert), so no row of an erased install stays."""
+        if self.store.one_writer or "install_id" not in family.required or not batch.events:
+            return set()
+        erased: set[str] = set()
+        for sql in erased_lookup_sql(batch.events):
+            erased.update(str(r[0]) for r in (await self.store.query(sql)).rows)
+        await delete_events(self.store, family.raw_table, self._since(batch), sorted(erased))
+        return erased
 
     def _since(self, batch: DecodedBatch) -> str:
         """Where a lookup finds an earlier copy: from the dedup horizon before the batch's

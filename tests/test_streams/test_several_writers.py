@@ -29,6 +29,7 @@ from schemas.migrate import migrate
 from schemas.sql import quote
 from schemas.topics import EXTENSION
 from streams.bulk_import import BulkImporter, ImportWrite, Span
+from streams.erasure import Eraser
 from streams.recompute.batch import DecodedBatch
 from streams.sinks.later_copies import delete_later_copies, later_where, repeated_sql
 from streams.sinks.raw_writer import RawWrite, RawWriter
@@ -251,3 +252,38 @@ async def test_a_copy_earlier_than_the_first_a_writer_saw_is_never_deleted(path:
         assert [t for _, t in await stored(path)] == [a["received_at"]]
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("second_look", [True, False], ids=["settled", "as-before"])
+async def test_an_install_erased_between_a_writers_lookup_and_its_insert_keeps_no_row(
+    path: Path, second_look: bool
+) -> None:
+    """The worker looks the erasure marks up (none yet); the install is then erased whole
+    (marked, its rows deleted, its days recomputed) on another connection; then the
+    worker's insert lands. Looking the marks up again, the worker deletes that install's
+    events; without the second look (as before) they stay."""
+    gates = Gates(hold={WORKER_INSERT: "erased"}, mark={WORKER_INSERT: "worker looked"})
+    worker_store, eraser_store = server_store(path, gates.hook()), server_store(path)
+    worker_store.one_writer = not second_look
+    batch, _, _ = copies(import_first=False)
+    install = batch.events[0]["install_id"]
+
+    async def no_looks(experiment_id: str, engine: str) -> None:
+        return None
+
+    try:
+        worker = asyncio.ensure_future(RawWriter(worker_store).write(EXTENSION, batch))
+        assert await asyncio.to_thread(gates.moment("worker looked").wait, WAIT_S)
+        await Eraser(eraser_store, no_looks, settle_s=0).erase(install, "operator")
+        gates.moment("erased").set()
+        written = await asyncio.wait_for(worker, WAIT_S)
+    finally:
+        await worker_store.close()
+        await eraser_store.close()
+    others = {e["event_id"] for e in batch.events if e["install_id"] != install}
+    left = {i for i, _ in await stored(path)} - others
+    assert {i for i, _ in await stored(path)} >= others
+    if second_look:
+        assert not left and written.inserted == len(others)
+    else:  # the race the second look closes
+        assert len(left) == len(batch.events) - len(others) > 0
