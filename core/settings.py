@@ -64,6 +64,12 @@ class Settings(BaseSettings):
         description="The same server as a read-only user, for the read lanes (the board, analysts' "
         "SQL; unset: clickhouse_url's user).",
     )
+    clickhouse_cluster: str = Field(
+        "",
+        description="With a ClickHouse server: the cluster `db migrate --cluster` laid the tables out on; "
+        "the service's DELETE, OPTIMIZE, ALTER and TRUNCATE of a sharded table then run on its local "
+        "tables ON CLUSTER (schemas/cluster_ddl.runtime_statements).",
+    )
     store_url: str = Field("", description="http://host:port of the process that owns chDB (embedded mode).")
     store_token: SecretStr = Field(SecretStr(""), description="Shared secret for store_url.")
     store_port: int = Field(0, ge=0, le=65535, description="Port of the store (0 = any free).")

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from core.data_lock import HELD_ENV
 from core.settings import Settings
-from core.store import Store, open_store
+from core.store import Store
 from core.store.base import NoStore
 from ingest import (
     board,
@@ -37,6 +37,7 @@ from ingest.producer import EventProducer
 from ingest.ratelimit import RateLimiter
 from ingest.registered_arms import RegisteredArms
 from ingest.sql_guard_pool import guard_from
+from schemas.cluster_store import open_service_store
 from schemas.topics import WORKER_GROUP
 
 
@@ -62,7 +63,7 @@ def create_app(settings: Settings, store: Store | None = None) -> web.Applicatio
     in_process = store is not None
     if store is None:
         has_store = settings.clickhouse_url or settings.store_url
-        store = open_store(settings) if has_store else NoStore("ingest has no store configured")
+        store = open_service_store(settings) if has_store else NoStore("ingest has no store configured")
     app[STORE] = store
     app[ARMS] = RegisteredArms(store)
     app[SQL_GUARD] = guard_from(settings)  # its processes start at the first statement

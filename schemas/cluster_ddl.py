@@ -158,6 +158,24 @@ def cluster_statements(statement: str, cluster: str) -> list[str]:
     raise ValueError(f"no cluster form for: {_head(sql)}")
 
 
+_MUTATIONS = (_DELETE, _OPTIMIZE, _TRUNCATE, _ALTER)
+
+
+def runtime_statements(statement: str, cluster: str) -> list[str]:
+    """A statement the running service executes (not a migration), as cluster ``cluster``
+    runs it. A ``DELETE``, ``OPTIMIZE``, ``TRUNCATE`` or ``ALTER`` of a table with a layout
+    gets its cluster form (a ``Distributed`` table takes no mutation: a sharded table's go
+    to its ``_local`` tables ``ON CLUSTER``); everything else is sent as it is: inserts and
+    reads through the ``Distributed`` tables, and an import's scratch tables, which live on
+    the node that runs it."""
+    sql = statement.strip().rstrip(";").strip()
+    for pattern in _MUTATIONS:
+        match = pattern.match(sql)
+        if match is not None and match["name"] in LAYOUT:
+            return cluster_statements(statement, cluster)
+    return [statement]
+
+
 def layout_of(table: str) -> Sharded | Everywhere:
     try:
         return LAYOUT[table]

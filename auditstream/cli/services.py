@@ -128,7 +128,7 @@ def worker(
 def _run_worker(settings: Settings, log_level: str) -> None:
     from faust.worker import Worker
 
-    from core.store import open_store
+    from schemas.cluster_store import open_service_store
     from streams.app import create_app
     from streams.metrics import WorkerMetrics
 
@@ -138,7 +138,7 @@ def _run_worker(settings: Settings, log_level: str) -> None:
 
         start_http_server(settings.worker_metrics_port, registry=metrics.registry)
     _use_uvloop()  # faust's per-message overhead is the worker's limit; uvloop cuts it ~25%
-    store = open_store(settings)
+    store = open_service_store(settings)
     app = create_app(settings, store, metrics)
     _freeze_startup_heap()
     Worker(app, loglevel=log_level, quiet=True, redirect_stdouts=False).execute_from_commandline()

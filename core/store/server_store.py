@@ -94,7 +94,8 @@ class ServerLane:
 class ServerStore(Store):
     """A write lane, a background lane, ``read_lanes`` read lanes and a control lane, each a
     client of its own. ``connect`` makes a client from a URL (clickhouse-driver's, unless a
-    test gives another)."""
+    test gives another); ``statements`` gives what the server runs for an executed
+    statement (on a cluster, a mutation's ``ON CLUSTER`` form)."""
 
     def __init__(
         self,
@@ -102,18 +103,21 @@ class ServerStore(Store):
         read_lanes: int = 2,
         read_url: str = "",
         connect: Callable[[str], Any] = _client_of,
+        statements: Callable[[str], list[str]] | None = None,
     ) -> None:
         self._write = ServerLane(connect(url), "write")
         self._background = ServerLane(connect(url), "background")
         self._control = ServerLane(connect(url), "control")
         self._idle = ReadLanes(ServerLane(connect(read_url or url), f"read-{i}") for i in range(read_lanes))
         self._structures: dict[str, list[Column]] = {}
+        self._statements = statements or (lambda sql: [sql])
 
     def _lane(self, background: bool) -> ServerLane:
         return self._background if background else self._write
 
     async def execute(self, sql: str, *, background: bool = False) -> None:
-        await self._lane(background)(sql)
+        for part in self._statements(sql):  # on a cluster, a mutation's local form
+            await self._lane(background)(part)
 
     async def query(
         self, sql: str, *, read_only: bool = False, limits: QueryLimits | None = None
