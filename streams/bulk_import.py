@@ -226,12 +226,12 @@ class BulkImporter:
                 if "install_id" in family.required:  # an erased install's events, never again
                     guarded += f" AND {INSTALL_HASH_SQL} NOT IN ({HASHES_SQL})"
                 await self.store.execute(f"INSERT INTO {raw} {guarded}")
-                # against a server, the worker may have stored some of them at the same moment
-                # every id of the chunk: a retried chunk finds its own earlier copies stored
-                later = await delete_later_copies(self.store, raw, where, [ids])
-                if "install_id" in family.required and not self.store.one_writer:
-                    await self._delete_erased(raw, where, ids)
-                if not self.store.one_writer:
+                later: list[dict[str, Any]] = []
+                if not self.store.one_writer:  # a server: the worker may store some at the same moment
+                    # every id of the chunk: a retried chunk finds its own earlier copies stored
+                    later = await delete_later_copies(self.store, raw, where, [ids])
+                    if "install_id" in family.required:
+                        await self._delete_erased(raw, where, ids)
                     inserted -= await self._not_stored(raw, where, new)
             finally:
                 await self.store.execute(f"DROP TABLE IF EXISTS {new}")

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import cache, cached_property
 from typing import Any
 
 Convert = Callable[[Any], Any]
@@ -38,7 +39,7 @@ class Column:
         one counts as omitted (the JSON insert stores the default)."""
         return self.name in row and (row[self.name] is not None or "Nullable(" in self.type)
 
-    @property
+    @cached_property
     def literal_default(self) -> tuple[bool, Any]:
         """(True, value) when the default is a literal (``''``, ``0``, ``nan``) or absent (the
         type's zero, as JSONEachRow fills an omitted key); (False, None) for an expression
@@ -183,6 +184,7 @@ def _text(value: Any) -> str:
     raise TypeError(f"not text: {value!r}")
 
 
+@cache
 def converter(type_: str) -> Convert:
     """A function from a JSON value to the Python value the driver writes for ``type_``."""
     name, args = _outer(type_)
@@ -226,10 +228,17 @@ def _mapped(value: Any) -> dict[Any, Any]:
     return value
 
 
+def _element(arg: str) -> tuple[str, str]:
+    """A tuple element's name (``""`` when unnamed) and type: ``rank UInt8``, ``UInt8``."""
+    if re.match(r"\w+\s+\w", arg) and "(" not in arg.split()[0]:
+        name, type_ = arg.split(None, 1)
+        return name, type_
+    return "", arg
+
+
 def _tuple(args: list[str]) -> Convert:
-    named = [a.split(None, 1) if re.match(r"\w+\s+\w", a) and "(" not in a.split()[0] else [a] for a in args]
-    names = [n[0] if len(n) == 2 else "" for n in named]
-    items = [converter(n[-1]) for n in named]
+    names = [_element(a)[0] for a in args]
+    items = [converter(_element(a)[1]) for a in args]
 
     def convert(value: Any) -> tuple[Any, ...]:
         if isinstance(value, dict):
@@ -253,7 +262,7 @@ def zero(type_: str) -> Any:
     if name == "Map":
         return {}
     if name == "Tuple":
-        return tuple(zero(a.split(None, 1)[-1] if re.match(r"\w+\s+\w", a) else a) for a in args)
+        return tuple(zero(_element(a)[1]) for a in args)
     if name in ("DateTime", "DateTime64"):
         return datetime.fromtimestamp(0, UTC)
     if name in ("Date", "Date32"):

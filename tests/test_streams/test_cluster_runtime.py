@@ -12,17 +12,13 @@ everywhere), and chDB's parser must read each one. There is no cluster here to r
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
 import orjson
-import pytest
 
-from core.store.chdb_store import ChdbStore
 from core.store.server_store import ServerStore
 from schemas.cluster_ddl import LAYOUT, Everywhere, runtime_statements
-from schemas.migrate import migrate
 from schemas.topics import EXTENSION
 from streams.bulk_import import BulkImporter
 from streams.erasure import Eraser
@@ -33,14 +29,6 @@ from tests.test_streams.test_several_writers import EVENTS, LIVE_AT, at
 
 CLUSTER = "auditstream"
 MUTATION = re.compile(r"(?:DELETE\s+FROM|OPTIMIZE\s+TABLE|ALTER\s+TABLE|TRUNCATE\s+TABLE)\s+(\w+)", re.I)
-
-
-@pytest.fixture
-async def path(tmp_path: Path) -> AsyncIterator[Path]:
-    store = ChdbStore(tmp_path / "ch", read_lanes=1)
-    await migrate(store)
-    await store.close()
-    yield tmp_path / "ch"
 
 
 def test_what_is_no_mutation_of_a_laid_out_table_is_sent_as_it_is() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,9 +23,7 @@ import orjson
 import pytest
 
 from collectors.simulate.extension_traffic import ExtensionTraffic, TrafficConfig
-from core.store.chdb_store import ChdbStore
 from core.store.server_store import ServerStore
-from schemas.migrate import migrate
 from schemas.sql import quote
 from schemas.topics import EXTENSION
 from streams.bulk_import import BulkImporter, ImportWrite, Span
@@ -69,14 +67,6 @@ class Gates:
                     raise TimeoutError(f"{name} never came")
 
         return seen
-
-
-@pytest.fixture
-async def path(tmp_path: Path) -> AsyncIterator[Path]:
-    store = ChdbStore(tmp_path / "ch", read_lanes=1)
-    await migrate(store)
-    await store.close()
-    yield tmp_path / "ch"
 
 
 def server_store(path: Path, hook: Callable[[str], None] | None = None) -> ServerStore:
