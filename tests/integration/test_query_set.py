@@ -27,7 +27,7 @@ from tests.fakes.serp_engine import FakeEngineScript, FakeSerpEngine
 from tests.fakes.serp_study import PROFILES_4, study_file
 from tests.helpers import Service, wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timing]  # lock-step rounds with deadlines: run alone
 EXAMPLE = Path(__file__).resolve().parents[2] / "collectors" / "serp" / "examples" / "query-set.toml"
 STUDY, PER_CATEGORY, RANKS = "query-set", 3, 10
 
