@@ -20,6 +20,7 @@ class IngestMetrics:
     replay_retained: Gauge
     replayed: Gauge
     replay_dropped: Gauge
+    producers_replaced: Gauge
     storage_behind: Gauge
     unstored_oldest: Gauge
 
@@ -84,6 +85,13 @@ class IngestMetrics:
                 registry=reg,
                 multiprocess_mode="sum",
             ),
+            producers_replaced=Gauge(
+                "auditstream_ingest_producers_replaced",
+                "Kafka producers replaced because they could no longer send while the cluster "
+                "answered, since the process started",
+                registry=reg,
+                multiprocess_mode="sum",
+            ),
             storage_behind=Gauge(
                 "auditstream_ingest_storage_behind",
                 "1 while intake refuses events (503 storage_behind): the worker has not stored "
@@ -105,6 +113,7 @@ class IngestMetrics:
         self.replay_retained.set(len(producer.retained))
         self.replayed.set(producer.replayed)
         self.replay_dropped.set(producer.retained.dropped)
+        self.producers_replaced.set(getattr(producer, "replaced", 0))
         tracking = producer.worker_group is not None
         self.storage_behind.set(1 if producer.storage_behind else 0)
         self.unstored_oldest.set(producer.retained.oldest_age() if tracking else 0)

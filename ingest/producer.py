@@ -186,6 +186,13 @@ class EventProducer:
         self._healthy = False
         self._task: asyncio.Task[None] | None = None
         self.last_error = "not connected yet"
+        self._failing_since: float | None = None
+        """When sends started failing (None while they succeed): a producer that cannot send
+        for ``stuck_after_s`` although the cluster answers is replaced."""
+        self.replaced = 0
+        """Producers replaced because they could no longer send (since start)."""
+        self.replaced_because = ""
+        """Why the last one was."""
         self._partition_counts: dict[str, int] = {}
         self._partition_cache: dict[tuple[str, bytes], int] = {}
         self._pending: list[tuple[Sequence[tuple[str, bytes, bytes]], asyncio.Future[Marks]]] = []
@@ -317,7 +324,49 @@ class EventProducer:
                 self._producer = producer
                 log.info("connected to Kafka at %s", self.bootstrap)
             await self._probe()
+            stuck = self._stuck()
+            if stuck:
+                await self._replace(stuck)
             await asyncio.sleep(self.probe_every_s)
+
+    @property
+    def stuck_after_s(self) -> float:
+        """Longer than a partition's leader takes to move after its node died (seconds)."""
+        return max(30.0, 6 * self.timeout_s)
+
+    def _stuck(self) -> str:
+        """Why the producer can no longer send although the cluster answers ("" if it can).
+
+        aiokafka's sender is one task: should it ever end, or a partition's batch never be
+        sent, every later send waits for nothing. A new producer starts from fresh metadata
+        and connections; what the old one had not sent was answered 503 and is sent again by
+        the client (the worker drops copies)."""
+        assert self._producer is not None
+        sender = getattr(getattr(self._producer, "_sender", None), "sender_task", None)
+        if sender is not None and sender.done():
+            return "its sender task ended"
+        if self._healthy and self._failing_since is not None:
+            failing = time.monotonic() - self._failing_since
+            if failing > self.stuck_after_s:
+                return f"every send failed for {failing:.0f} s while the cluster answered"
+        return ""
+
+    async def _replace(self, why: str) -> None:
+        old, self._producer = self._producer, None
+        self._healthy, self._failing_since = False, None
+        self._partition_counts.clear()
+        self.replaced += 1
+        self.replaced_because = why
+        self.last_error = f"producer replaced: {why}"
+        log.warning("replacing the Kafka producer: %s", why)
+        if old is not None:
+            # Its unsent batches fail now (their requests were answered 503 already), so that
+            # stop() has nothing to flush and nothing waits on them for ever.
+            accumulator = getattr(old, "_message_accumulator", None)
+            with contextlib.suppress(Exception):
+                accumulator.fail_all(BrokerUnavailable(f"producer replaced: {why}"))  # type: ignore[union-attr]
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(old.stop(), self.timeout_s)
 
     async def _probe(self) -> None:
         assert self._producer is not None
@@ -340,6 +389,7 @@ class EventProducer:
                 log.warning("Kafka at %s stopped answering: %r", self.bootstrap, exc)
             self._healthy = False
             self._outage = True
+            self._failing_since = None  # failed sends are the outage's, not the producer's
             self.last_error = f"broker not answering: {exc!r}"
 
     async def _partition(self, producer: AIOKafkaProducer, topic: str, key: bytes) -> int:
@@ -371,16 +421,21 @@ class EventProducer:
 
     async def _send(self, records: Sequence[Record]) -> Marks:
         done: asyncio.Future[Marks] = asyncio.get_running_loop().create_future()
+        done.add_done_callback(_retrieved)  # a request that timed out no longer reads it
         self._pending.append((records, done))
         self._wake.set()
         try:
-            return await asyncio.wait_for(asyncio.shield(done), timeout=self.timeout_s)
+            marks = await asyncio.wait_for(asyncio.shield(done), timeout=self.timeout_s)
         except (KafkaError, OSError, TimeoutError, BrokerUnavailable) as exc:
+            if self._failing_since is None:
+                self._failing_since = time.monotonic()
             self._healthy = False
             self._outage = True
             self.last_error = f"send failed: {exc!r}"
             log.warning("Kafka send failed; answering 503 until the probe succeeds: %r", exc)
             raise BrokerUnavailable(self.last_error) from exc
+        self._failing_since = None
+        return marks
 
     def _check_offset(self, future: asyncio.Future[object]) -> None:
         """A partition's log never shrinks; if an acknowledged offset is below one seen before,
@@ -458,10 +513,15 @@ class EventProducer:
                 continue
             try:
                 await self._send_cycle(producer, pending)
-            except (KafkaError, OSError) as exc:
+            except Exception as exc:  # this task must outlive any failure
+                # aiokafka raises more than KafkaError here (a failed batch's own exception
+                # from the partition's previous send, an assertion on stale metadata); had
+                # this task ended, every later request would wait for nothing and get 503.
+                if not isinstance(exc, KafkaError | OSError):
+                    log.warning("a send cycle failed unexpectedly: %r", exc)
                 for _, done in pending:
                     if not done.done():
-                        done.set_exception(exc)
+                        done.set_exception(BrokerUnavailable(f"send failed: {exc!r}"))
 
     async def _bundles(
         self, producer: AIOKafkaProducer, records: Sequence[tuple[str, bytes, bytes]]
@@ -535,6 +595,12 @@ class EventProducer:
         if self._producer is not None:
             await self._producer.stop()
             self._producer = None
+
+
+def _retrieved(future: asyncio.Future[Marks]) -> None:
+    """Mark the outcome read, so asyncio does not log a failure nobody waits for any more."""
+    if not future.cancelled():
+        future.exception()
 
 
 async def _settle(done: asyncio.Future[Marks], futures: list[tuple[asyncio.Future[object], int]]) -> None:
