@@ -14,7 +14,9 @@ import contextlib
 import os
 import re
 import signal
+import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,13 +42,27 @@ def service_of_its_own(tmp_path: Path) -> Iterator[Service]:
         yield svc
 
 
+STALL_LIMIT_S = 180.0
+"""post_all gives up when no request was answered 202 for this long, and says why."""
+
+
+class Stalled(AssertionError):
+    """No 202 for ``STALL_LIMIT_S``: the answers that came instead, by error code."""
+
+
 async def post_all(svc: Service, batches: list[list[dict]], on_accepted: object) -> set[str]:
-    """Post every batch (4 at a time), retrying 503s; the ids of events answered 202."""
+    """Post every batch (4 at a time), retrying 503s; the ids of events answered 202.
+
+    Raises Stalled (with the count and last message of each 503 code) when nothing was
+    accepted for STALL_LIMIT_S, so that a stuck service fails with its reason, not a timeout."""
     accepted: set[str] = set()
     queue: asyncio.Queue[list[dict]] = asyncio.Queue()
     for batch in batches:
         queue.put_nowait(batch)
     headers = {"Authorization": f"Bearer {svc.api_key}", "Content-Type": "application/json"}
+    refusals: Counter[str] = Counter()
+    last_message: dict[str, str] = {}
+    last_202 = [time.monotonic()]
 
     async def poster(session: aiohttp.ClientSession) -> None:
         while not queue.empty():
@@ -55,15 +71,24 @@ async def post_all(svc: Service, batches: list[list[dict]], on_accepted: object)
                 try:
                     async with session.post(svc.url + "/v1/events", data=orjson.dumps(batch)) as resp:
                         status, body = resp.status, await resp.read()
-                except aiohttp.ClientError:
-                    status, body = 0, b""
+                except aiohttp.ClientError as exc:
+                    status, body = 0, repr(exc).encode()
                 if status == 202:
                     doc = orjson.loads(body)
                     assert doc["rejected"] == [], doc
                     accepted.update(str(uuid.UUID(e["event_id"])) for e in batch)
+                    last_202[0] = time.monotonic()
                     on_accepted(len(accepted))  # type: ignore[operator]
                     break
                 assert status in (0, 503), (status, body[:200])
+                code = "connection" if status == 0 else str(orjson.loads(body).get("error"))
+                refusals[code] += 1
+                last_message[code] = body[:300].decode(errors="replace")
+                if time.monotonic() - last_202[0] > STALL_LIMIT_S:
+                    raise Stalled(
+                        f"no 202 for {STALL_LIMIT_S:.0f} s with {len(accepted)} accepted; refused: "
+                        + "; ".join(f"{c} x{n} (last: {last_message[c]})" for c, n in refusals.items())
+                    )
                 await asyncio.sleep(0.2)  # wait-ok: a client's retry pause after a 503
 
     async with aiohttp.ClientSession(headers=headers) as session:

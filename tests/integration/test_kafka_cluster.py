@@ -30,7 +30,7 @@ from schemas.topics import all_topics
 from supervisor.broker import create_topics
 from supervisor.kafka_cluster import KafkaCluster, running_cluster
 from tests.helpers import RECOUNT_POLL_S, Service, free_port, own_service, wait_for, worker_metrics
-from tests.integration.test_broker_kill import diagnose, post_all, stored_ids
+from tests.integration.test_broker_kill import Stalled, diagnose, post_all, stored_ids
 from tests.integration.test_end_to_end import assert_aggregate_exact, assert_install_stats_exact
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
@@ -99,6 +99,7 @@ def test_sigkill_of_the_busiest_leader_mid_stream_loses_nothing(kafka: KafkaClus
         assert replication(kafka, TOPICS) == {3}
         victim = asyncio.run(kafka.busiest_leader(TOPICS))
         stamps, done = Stamps(), list[str]()
+        where = f"FROM raw_extension_events WHERE experiment_id = '{experiment}'"
 
         def on_accepted(n: int) -> None:
             stamps()
@@ -109,11 +110,17 @@ def test_sigkill_of_the_busiest_leader_mid_stream_loses_nothing(kafka: KafkaClus
                 kafka.start_node(victim)  # with its data: it catches up from the new leaders
                 done.append(f"restarted at {n}")
 
-        accepted = asyncio.run(post_all(svc, batches, on_accepted))
+        try:
+            accepted = asyncio.run(post_all(svc, batches, on_accepted))
+        except Stalled:
+            print(report(svc, kafka, where, set()))
+            raise
+        finally:
+            if len(done) == 1:  # the file's other tests need three brokers
+                kafka.start_node(victim)
         assert len(accepted) == TOTAL and len(done) == 2, done
         assert stamps.longest_gap_s < LONGEST_STALL_S, f"posting stalled {stamps.longest_gap_s:.1f} s"
 
-        where = f"FROM raw_extension_events WHERE experiment_id = '{experiment}'"
         try:
             wait_for(
                 lambda: svc.scalar(f"SELECT uniqExact(event_id) {where}") == TOTAL,
@@ -198,6 +205,8 @@ def test_a_worker_added_and_one_removed_mid_stream_store_everything_once(
     traffic = ExtensionTraffic(TrafficConfig(experiment_id=experiment, seed=35, installs=1000))
     chunks = traffic.batches(BATCH, 1_000_000)  # drawn 2,000 events at a time, as long as needed
     accepted: set[str] = set()
+    # three brokers, whatever the test before left
+    wait_for(lambda: asyncio.run(kafka.brokers()) == [1, 2, 3], 120, "three brokers")
     with own_service(tmp_path / "data", KEY, env) as svc:
         assert replication(kafka, all_topics(prefix)) == {3}
 
