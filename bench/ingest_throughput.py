@@ -179,7 +179,13 @@ def main() -> dict:
     asyncio.run(broker.start_and_wait(all_topics("auditstream"), 6))
     _, key = KeyFile(tmp / "keys.json").create("bench", ("ingest",))
     port = free_port()
-    env = {**os.environ, "AUDITSTREAM_RATE_LIMIT_RPS": "1e9", "AUDITSTREAM_RATE_LIMIT_BURST": "1000000000"}
+    env = {
+        **os.environ,
+        "AUDITSTREAM_RATE_LIMIT_RPS": "1e9",
+        "AUDITSTREAM_RATE_LIMIT_BURST": "1000000000",
+        # no worker here: without this, intake refuses (storage_behind) once a run passes 60 s
+        "AUDITSTREAM_UNSTORED_LIMIT_S": "0",
+    }
     procs = [
         subprocess.Popen(
             [

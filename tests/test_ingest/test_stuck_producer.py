@@ -36,8 +36,10 @@ async def producer(tmp_path: Path) -> AsyncIterator[EventProducer]:
         await until_sent(made, 30)
         yield made
     finally:
-        await made.stop()
-        await broker.stop()
+        try:
+            await made.stop()
+        finally:
+            await broker.stop()
 
 
 async def until_sent(producer: EventProducer, timeout_s: float) -> list[str]:
