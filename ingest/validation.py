@@ -161,6 +161,10 @@ def without_conflicting_ids(
 ) -> tuple[list[BaseModel], list[Rejection]]:
     """Events that reuse an earlier event's id of the same request with other content are
     rejected: only the first would be stored, and the 202 would count one that never is."""
+    # A request's events are all twins (ids as text) or all originals (UUIDs): one kind,
+    # so ids that differ as values differ as text, and the common case needs no str().
+    if len({getattr(m, "event_id", None) for m in accepted}) == len(accepted):
+        return accepted, rejected
     ids = [str(getattr(m, "event_id", "")) for m in accepted]
     repeated = {i for i, n in Counter(ids).items() if n > 1}
     if not repeated:
