@@ -189,6 +189,8 @@ class EventProducer:
         self._failing_since: float | None = None
         """When sends started failing (None while they succeed): a producer that cannot send
         for ``stuck_after_s`` although the cluster answers is replaced."""
+        self._failed_at = 0.0
+        """When a send last failed: only sends still failing count as stuck."""
         self.replaced = 0
         """Producers replaced because they could no longer send (since start)."""
         self.replaced_because = ""
@@ -321,7 +323,7 @@ class EventProducer:
                         await producer.stop()
                     await asyncio.sleep(self.probe_every_s)
                     continue
-                self._producer = producer
+                self._producer, self._failing_since = producer, None
                 log.info("connected to Kafka at %s", self.bootstrap)
             await self._probe()
             stuck = self._stuck()
@@ -345,8 +347,10 @@ class EventProducer:
         sender = getattr(getattr(self._producer, "_sender", None), "sender_task", None)
         if sender is not None and sender.done():
             return "its sender task ended"
-        if self._healthy and self._failing_since is not None:
-            failing = time.monotonic() - self._failing_since
+        now = time.monotonic()
+        still_failing = now - self._failed_at <= self.timeout_s + 2 * self.probe_every_s
+        if self._healthy and self._failing_since is not None and still_failing:
+            failing = now - self._failing_since
             if failing > self.stuck_after_s:
                 return f"every send failed for {failing:.0f} s while the cluster answered"
         return ""
@@ -365,8 +369,11 @@ class EventProducer:
             accumulator = getattr(old, "_message_accumulator", None)
             with contextlib.suppress(Exception):
                 accumulator.fail_all(BrokerUnavailable(f"producer replaced: {why}"))  # type: ignore[union-attr]
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(old.stop(), self.timeout_s)
+            except Exception:  # stop() cut short: at least its connections and metadata task go
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(old.client.close(), self.timeout_s)
 
     async def _probe(self) -> None:
         assert self._producer is not None
@@ -427,8 +434,9 @@ class EventProducer:
         try:
             marks = await asyncio.wait_for(asyncio.shield(done), timeout=self.timeout_s)
         except (KafkaError, OSError, TimeoutError, BrokerUnavailable) as exc:
+            self._failed_at = time.monotonic()
             if self._failing_since is None:
-                self._failing_since = time.monotonic()
+                self._failing_since = self._failed_at
             self._healthy = False
             self._outage = True
             self.last_error = f"send failed: {exc!r}"
@@ -512,16 +520,20 @@ class EventProducer:
                         done.set_exception(BrokerUnavailable("producer not connected"))
                 continue
             try:
-                await self._send_cycle(producer, pending)
+                # Bounded: a cycle on a producer being replaced can wait on its closed client's
+                # metadata for ever; its requests have given up after timeout_s anyway.
+                await asyncio.wait_for(self._send_cycle(producer, pending), self.timeout_s)
             except Exception as exc:  # this task must outlive any failure
                 # aiokafka raises more than KafkaError here (a failed batch's own exception
                 # from the partition's previous send, an assertion on stale metadata); had
                 # this task ended, every later request would wait for nothing and get 503.
-                if not isinstance(exc, KafkaError | OSError):
+                expected = isinstance(exc, KafkaError | OSError | BrokerUnavailable)
+                if not expected:
                     log.warning("a send cycle failed unexpectedly: %r", exc)
+                failure = exc if expected else BrokerUnavailable(repr(exc))
                 for _, done in pending:
                     if not done.done():
-                        done.set_exception(BrokerUnavailable(f"send failed: {exc!r}"))
+                        done.set_exception(failure)
 
     async def _bundles(
         self, producer: AIOKafkaProducer, records: Sequence[tuple[str, bytes, bytes]]
@@ -566,6 +578,7 @@ class EventProducer:
                 if batch.append(key=key, value=value, timestamp=None) is None:
                     count = batch.record_count()
                     future = await producer.send_batch(batch, topic, partition=partition)
+                    future.add_done_callback(self._check_offset)
                     for owner in owners:
                         waits[owner].append((future, count))
                     batch, owners = producer.create_batch(), set()
@@ -573,10 +586,10 @@ class EventProducer:
                 owners.add(index)
             count = batch.record_count()
             future = await producer.send_batch(batch, topic, partition=partition)
+            # at once: a cycle cut short must not leave a failure nobody reads
+            future.add_done_callback(self._check_offset)
             for owner in owners:
                 waits[owner].append((future, count))
-        for future in {id(f): f for fs in waits for f, _ in fs}.values():
-            future.add_done_callback(self._check_offset)
         for (_, done), futures in zip(pending, waits, strict=True):
             task = asyncio.ensure_future(_settle(done, futures))
             self._settling.add(task)

@@ -144,22 +144,26 @@ class TansuBroker:
             raise BrokerError(f"port {self.port} is already in use")
         url = f"tcp://{self.host}:{self.port}"
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [
-                str(tansu_binary()),
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                url,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
-            start_new_session=True,
-        )
+        try:
+            self.process = subprocess.Popen(
+                [
+                    str(tansu_binary()),
+                    "broker",
+                    "--listener-url",
+                    url,
+                    "--advertised-listener-url",
+                    url,
+                    "--storage-engine",
+                    "memory://tansu/",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+                start_new_session=True,
+            )
+        finally:  # the child has its own copy of the descriptor
+            if not isinstance(out, int):
+                out.close()
 
     async def start_and_wait(self, topics: list[str], partitions: int) -> None:
         self.start()

@@ -8,6 +8,7 @@ its one sender task ends, or a partition's batches are never sent (the partition
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,6 +20,8 @@ from ingest.producer import BrokerUnavailable, EventProducer
 from supervisor.broker import TansuBroker, free_port
 
 TOPIC = "stuck.extension"
+pytestmark = pytest.mark.integration  # a real broker
+
 RECORDS = [(TOPIC, f"install-{i}".encode(), b'{"n": %d}' % i) for i in range(20)]
 
 
@@ -29,17 +32,21 @@ class QuickToGiveUp(EventProducer):
 @pytest.fixture
 async def producer(tmp_path: Path) -> AsyncIterator[EventProducer]:
     broker = TansuBroker(free_port(), log_path=tmp_path / "broker.log")
-    await broker.start_and_wait([TOPIC], 2)
-    made = QuickToGiveUp(broker.bootstrap, timeout_s=1.0, probe_every_s=0.2)
-    await made.start()
     try:
-        await until_sent(made, 30)
-        yield made
-    finally:
+        await broker.start_and_wait([TOPIC], 2)
+        made = QuickToGiveUp(broker.bootstrap, timeout_s=1.0, probe_every_s=0.2)
+        await made.start()
         try:
-            await made.stop()
+            await until_sent(made, 30)
+            yield made
         finally:
-            await broker.stop()
+            await made.stop()
+    finally:
+        await broker.stop()
+        # The replaced producers' tasks and coroutines are garbage now: collected here, while
+        # their loop runs, not later inside some unrelated compile() (CPython 3.11 then fails
+        # with "AST constructor recursion depth mismatch").
+        gc.collect()
 
 
 async def until_sent(producer: EventProducer, timeout_s: float) -> list[str]:
