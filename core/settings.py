@@ -192,6 +192,13 @@ class Settings(BaseSettings):
     shock_drop: float = Field(0.1, gt=0, le=1, description="nmi drop below the root's baseline that counts.")
     shock_min_share: float = Field(0.5, gt=0, le=1, description="Share of judged roots that must drop.")
     shock_min_roots: int = Field(3, ge=1, description="Roots that must be judged in a round.")
+    shock_settle_s: float = Field(
+        30.0,
+        ge=0,
+        description="A round is judged once every started root is analysed and none of its markers "
+        "has arrived for this long (seconds): a root's start stored late, from a partition behind "
+        "the others, is not left out.",
+    )
     identification_check_s: float = Field(
         30.0, gt=0, description="How often the identification-failure detector looks (seconds)."
     )

@@ -189,6 +189,7 @@ def create_app(settings: Settings, store: Store, metrics: WorkerMetrics | None =
         rollup if settings.estimators else None,
         shock_rule,
         settings.personalization_round_wait_s,
+        settings.shock_settle_s,
     )
     sink = ClickHouseSink(RawWriter(store, settings.dedup_horizon_days, metrics), processors, MAX_BACKOFF_S)
     autocomplete = processors[AUTOCOMPLETE.name]

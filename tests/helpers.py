@@ -170,6 +170,10 @@ def worker_metrics(service: Service, worker: int = 0) -> dict[str, float]:
     return out
 
 
+TEST_ENV = {"AUDITSTREAM_SHOCK_SETTLE_S": "10"}
+"""Defaults of every test service: a round's shock judged 10 s after its last marker, not 30."""
+
+
 def start_up(
     data_dir: Path, port: int, api_key: str, *extra: str, env: dict[str, str] | None = None
 ) -> Service:
@@ -191,7 +195,7 @@ def start_up(
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, **(env or {})},
+        env={**TEST_ENV, **os.environ, **(env or {})},
     )
     svc = Service(f"http://127.0.0.1:{port}", api_key, data_dir, proc)
 

@@ -34,10 +34,11 @@ def for_families(
     rollup: ArrangementRollup | None,
     shock_rule: ShockRule,
     round_wait_s: float,
+    shock_settle_s: float = 0.0,
 ) -> dict[str, AfterStore]:
     """The processor of each family, by family name."""
     return {
         EXTENSION.name: ExtensionAggregates(store, rollup),
-        AUTOCOMPLETE.name: AutocompleteAnalytics(store, alerts.raise_once, shock_rule),
+        AUTOCOMPLETE.name: AutocompleteAnalytics(store, alerts.raise_once, shock_rule, shock_settle_s),
         SERP.name: PersonalizationRounds(store, round_wait_s),
     }

@@ -35,6 +35,7 @@ from streams.recompute.autocomplete_rows import (
 log = logging.getLogger(__name__)
 
 CrawlKey = tuple[str, str, str]  # engine, root, crawl_id
+RoundKey = tuple[str, str, str]  # engine, crawl_id, study_id
 
 MARKER_SQL = """
 SELECT toString(received_at) AS completed_at, max_depth, trimming_rule, n_nodes, n_edges, n_failed,
@@ -66,8 +67,18 @@ ROUND_PROGRESS_SQL = """
 SELECT (SELECT uniqExact(root) FROM crawl_markers
         WHERE type = 'crawl_started' AND engine = {engine} AND crawl_id = {crawl_id}) AS started,
        (SELECT uniqExact(root) FROM autocomplete_crawls
-        WHERE engine = {engine} AND crawl_id = {crawl_id}) AS done
+        WHERE engine = {engine} AND crawl_id = {crawl_id}) AS done,
+       (SELECT toUnixTimestamp64Milli(now64(3)) - toUnixTimestamp64Milli(max(received_at))
+        FROM crawl_markers WHERE engine = {engine} AND crawl_id = {crawl_id}) AS quiet_ms
 """
+RECENT_ROUNDS_DAYS = 7
+RECENT_ROUNDS_SQL = f"""
+SELECT engine, crawl_id, any(study_id) FROM crawl_markers
+WHERE type = 'crawl_completed' AND received_at >= now() - INTERVAL {RECENT_ROUNDS_DAYS} DAY
+GROUP BY engine, crawl_id
+"""
+"""Rounds a restarted worker checks once more: one it had not judged yet (still settling)
+lived only in memory. Judging a round again raises nothing new (the alert id is the round)."""
 ORPHAN_BATCH = 1000
 """Crawls picked up per scan, oldest first, so a rebuild (migration 0022) judges rounds in order;
 a full batch means more are waiting, and the next tick scans again."""
@@ -118,10 +129,15 @@ class AutocompleteAnalytics:
         store: Store,
         raise_alert: Callable[[dict[str, Any]], Awaitable[None]],
         rule: ShockRule | None = None,
+        settle_s: float = 0.0,
     ) -> None:
         self.store = store
         self.raise_alert = raise_alert
         self.rule = rule or ShockRule()
+        self.settle_s = settle_s
+        """A round is judged only once no marker of it has been received for this long."""
+        self.unjudged: set[RoundKey] = set()
+        """Rounds whose every started root is analysed, waiting to settle (checked each tick)."""
         self.pending: set[CrawlKey] = set()
         self.waits: dict[CrawlKey, int] = {}
         self.ticks = 0
@@ -143,16 +159,23 @@ class AutocompleteAnalytics:
 
     async def retry_pending(self) -> None:
         """Timer: crawls whose nodes were incomplete are tried again, and now and then the
-        completed crawls no worker analysed (a restart forgot them) are picked up."""
+        completed crawls no worker analysed (a restart forgot them) are picked up; rounds
+        waiting to settle are judged once they have."""
         due, self.pending = set(self.pending), set()
         self.ticks += 1
         try:
+            if self.ticks == 1 and self.settle_s > 0:
+                recent = await self.store.query(RECENT_ROUNDS_SQL)
+                self.unjudged |= {(str(e), str(c), str(s)) for e, c, s in recent.rows}
             if self.ticks % ORPHAN_SCAN_EVERY == 1 or self.more_orphans:
                 found = await self.store.query(ORPHANS_SQL)
                 due |= {(str(e), str(r), str(c)) for e, r, c in found.rows}
                 self.more_orphans = len(found.rows) >= ORPHAN_BATCH
             if due:
                 await self._analyse(due)
+            for key in sorted(self.unjudged):
+                async with self.lock:
+                    await self._check_shock(*key)
         except (StoreError, StoreUnavailable) as exc:
             self.pending |= due
             # the store restarting is expected and retried: one line; a refused statement is not
@@ -214,7 +237,7 @@ class AutocompleteAnalytics:
                 await self._insert("agg_autocomplete_crawls", [crawl_row(this, before, now)])
             rounds.add((crawl.engine, crawl.crawl_id, crawl.study_id))
         for engine, crawl_id, study_id in sorted(rounds):
-            await self._check_shock(engine, crawl_id, study_id)
+            await self._check_shock(engine, crawl_id, study_id, settle=wait)
 
     async def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
         if rows:
@@ -257,15 +280,23 @@ class AutocompleteAnalytics:
         )
         return str(result.rows[0][0]) if result.rows else None
 
-    async def _check_shock(self, engine: str, crawl_id: str, study_id: str) -> None:
-        """Judge the round once every root that started it is analysed, against the same
-        study's history; the alert is raised once. (Judged earlier, the first few roots
-        could decide alone, and an alert cannot be taken back.)"""
+    async def _check_shock(self, engine: str, crawl_id: str, study_id: str, settle: bool = True) -> None:
+        """Judge the round once every root that started it is analysed and (``settle``) no
+        marker of it has been received for ``settle_s``, against the same study's history;
+        the alert is raised once. (Judged earlier, the first few roots could decide alone,
+        and an alert cannot be taken back: a root's start is stored from its own partition,
+        which may be seconds behind the partition of a root that already completed.)"""
+        key = (engine, crawl_id, study_id)
         params = {"engine": quote(engine), "crawl_id": quote(crawl_id)}
         progress = await self.store.query(ROUND_PROGRESS_SQL.format(**params))
-        started, done = (int(x) for x in progress.rows[0])
+        started, done, quiet_ms = (int(x) for x in progress.rows[0])
         if done < started:
+            self.unjudged.discard(key)  # its last root's analysis checks it again
             return
+        if settle and quiet_ms < self.settle_s * 1000:
+            self.unjudged.add(key)
+            return
+        self.unjudged.discard(key)
         result = await self.store.query(
             ROUND_SQL.format(engine=quote(engine), crawl_id=quote(crawl_id), study_id=quote(study_id))
         )

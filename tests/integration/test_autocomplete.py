@@ -150,7 +150,7 @@ def test_the_planted_shock_raises_exactly_one_alert(
             f"AND subject LIKE 'google/{CONFIG.study}-%'"
         )
 
-    found = wait_for(alerts, 30, "the shock alert")
+    found = wait_for(alerts, 90, "the shock alert")
     assert [a["subject"] for a in found] == [f"google/{crawl_id(SHOCK)}"]
     assert all(root in found[0]["details"] for root in CONFIG.roots)
     assert not math.isnan(history[crawl_id(SHOCK)][CONFIG.roots[0]])
