@@ -32,10 +32,14 @@ def rotations(data_dir: Path) -> int:
 
 
 def jump_to_before(offset_file: Path, hhmm: str, seconds: int) -> None:
-    """Move the service's clock (bench-only offset) to ``seconds`` before tomorrow's ``hhmm``."""
+    """Move the service's clock (bench-only offset) to ``seconds`` before the next ``hhmm``
+    (the next, not tomorrow's: started between midnight and ``hhmm``, tomorrow's would leave
+    today's passed since the broker started, and a rotation due at once)."""
     hour, minute = map(int, hhmm.split(":"))
-    tomorrow = datetime.now(UTC) + timedelta(days=1)
-    target = tomorrow.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    now = datetime.now(UTC)
+    target = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    if target <= now + timedelta(seconds=seconds):
+        target += timedelta(days=1)
     offset_file.write_text(str(round(target.timestamp() - seconds - time.time())))
 
 

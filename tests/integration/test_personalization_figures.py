@@ -97,8 +97,10 @@ def test_figures_12_to_15_sections(service: Service) -> None:
     assert {r["series"] for r in named["by_rank_grouped"]} == {"noise", "personalized", "non_personalized"}
     assert {r["treatment"]: r["personalized"] for r in named["treatment_groups"]}["location=Boston"] == 1
 
-    full_day = (datetime.now(UTC) - timedelta(days=2)).date().isoformat()
-    for day, doc_day in ((full_day, doc), ((datetime.now(UTC) - timedelta(days=3)).date().isoformat(), None)):
+    # the study's days from its own data, not the clock (midnight may pass during the test)
+    first_day = min(s.sent_at for snaps in posted.values() for s in snaps).date()
+    full_day = (first_day + timedelta(days=1)).isoformat()
+    for day, doc_day in ((full_day, doc), (first_day.isoformat(), None)):
         rows = (doc_day or report("--day", day))["category_cdf"]
         assert {r["day"] for r in rows} == {day}
         for category in ("news", "what is"):
