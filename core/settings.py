@@ -195,9 +195,9 @@ class Settings(BaseSettings):
     shock_settle_s: float = Field(
         30.0,
         ge=0,
-        description="A round is judged once every started root is analysed and none of its markers "
-        "has arrived for this long (seconds): a root's start stored late, from a partition behind "
-        "the others, is not left out.",
+        description="A round's shock is judged once every started root is analysed, none of its "
+        "markers has arrived for this long (seconds), and the worker has stored what its partitions "
+        "held then: a root's start stored late, from a partition behind the others, is not left out.",
     )
     identification_check_s: float = Field(
         30.0, gt=0, description="How often the identification-failure detector looks (seconds)."

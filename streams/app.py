@@ -183,6 +183,19 @@ def create_app(settings: Settings, store: Store, metrics: WorkerMetrics | None =
     rollup = ArrangementRollup(
         store, settings.rollup_interval_s, MAX_BACKOFF_S, srm.due, metrics, settings.hourly_interval_s
     )
+    autocomplete_topic = AUTOCOMPLETE.topic(settings.topic_prefix)
+
+    def autocomplete_positions() -> dict[int, tuple[int | None, int | None]]:
+        """(high watermark, committed offset) of each autocomplete partition assigned here:
+        a round's shock waits until the commits pass the watermarks seen once it settled."""
+        consumer = app.consumer
+        committed = getattr(consumer, "_committed_offset", {})  # faust has no public accessor
+        return {
+            tp.partition: (consumer.highwater(tp), committed.get(tp))
+            for tp in consumer.assignment()
+            if tp.topic == autocomplete_topic
+        }
+
     processors = for_families(
         store,
         alerts,
@@ -190,6 +203,7 @@ def create_app(settings: Settings, store: Store, metrics: WorkerMetrics | None =
         shock_rule,
         settings.personalization_round_wait_s,
         settings.shock_settle_s,
+        autocomplete_positions,
     )
     sink = ClickHouseSink(RawWriter(store, settings.dedup_horizon_days, metrics), processors, MAX_BACKOFF_S)
     autocomplete = processors[AUTOCOMPLETE.name]

@@ -11,7 +11,7 @@ row in ``schemas/event_types.py``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from analytics.stats.autocomplete_shocks import ShockRule
@@ -35,10 +35,13 @@ def for_families(
     shock_rule: ShockRule,
     round_wait_s: float,
     shock_settle_s: float = 0.0,
+    autocomplete_positions: Callable[[], Mapping[int, tuple[int | None, int | None]]] | None = None,
 ) -> dict[str, AfterStore]:
     """The processor of each family, by family name."""
     return {
         EXTENSION.name: ExtensionAggregates(store, rollup),
-        AUTOCOMPLETE.name: AutocompleteAnalytics(store, alerts.raise_once, shock_rule, shock_settle_s),
+        AUTOCOMPLETE.name: AutocompleteAnalytics(
+            store, alerts.raise_once, shock_rule, shock_settle_s, autocomplete_positions
+        ),
         SERP.name: PersonalizationRounds(store, round_wait_s),
     }

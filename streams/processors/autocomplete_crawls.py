@@ -61,7 +61,7 @@ ROUND_SQL = """
 SELECT root, crawl_id, nmi FROM autocomplete_crawls
 WHERE engine = {engine} AND study_id = {study_id}
   AND root IN (SELECT root FROM autocomplete_crawls WHERE engine = {engine} AND crawl_id = {crawl_id})
-ORDER BY root, completed_at
+ORDER BY root, completed_at, crawl_id
 """
 ROUND_PROGRESS_SQL = """
 SELECT (SELECT uniqExact(root) FROM crawl_markers
@@ -130,14 +130,18 @@ class AutocompleteAnalytics:
         raise_alert: Callable[[dict[str, Any]], Awaitable[None]],
         rule: ShockRule | None = None,
         settle_s: float = 0.0,
+        positions: Callable[[], Mapping[int, tuple[int | None, int | None]]] | None = None,
     ) -> None:
         self.store = store
         self.raise_alert = raise_alert
         self.rule = rule or ShockRule()
         self.settle_s = settle_s
         """A round is judged only once no marker of it has been received for this long."""
-        self.unjudged: set[RoundKey] = set()
-        """Rounds whose every started root is analysed, waiting to settle (checked each tick)."""
+        self.positions = positions
+        """The worker's autocomplete partitions: (high watermark, committed offset) of each."""
+        self.unjudged: dict[RoundKey, dict[int, int] | None] = {}
+        """Rounds whose every started root is analysed, waiting to settle (checked each tick),
+        with the high watermarks the worker's commits must pass first (None: not taken yet)."""
         self.pending: set[CrawlKey] = set()
         self.waits: dict[CrawlKey, int] = {}
         self.ticks = 0
@@ -166,14 +170,15 @@ class AutocompleteAnalytics:
         try:
             if self.ticks == 1 and self.settle_s > 0:
                 recent = await self.store.query(RECENT_ROUNDS_SQL)
-                self.unjudged |= {(str(e), str(c), str(s)) for e, c, s in recent.rows}
+                for e, c, s in recent.rows:
+                    self.unjudged.setdefault((str(e), str(c), str(s)), None)
             if self.ticks % ORPHAN_SCAN_EVERY == 1 or self.more_orphans:
                 found = await self.store.query(ORPHANS_SQL)
                 due |= {(str(e), str(r), str(c)) for e, r, c in found.rows}
                 self.more_orphans = len(found.rows) >= ORPHAN_BATCH
             if due:
                 await self._analyse(due)
-            for key in sorted(self.unjudged):
+            for key in sorted(self.unjudged):  # a copy: a check removes its round
                 async with self.lock:
                     await self._check_shock(*key)
         except (StoreError, StoreUnavailable) as exc:
@@ -239,6 +244,22 @@ class AutocompleteAnalytics:
         for engine, crawl_id, study_id in sorted(rounds):
             await self._check_shock(engine, crawl_id, study_id, settle=wait)
 
+    def _watermarks(self) -> dict[int, int]:
+        if self.positions is None:
+            return {}
+        return {p: high for p, (high, _) in self.positions().items() if high is not None}
+
+    def _caught_up(self, key: RoundKey) -> bool:
+        """Has the worker committed (so stored) every message below the watermarks taken for
+        this round? A partition no longer assigned here is another worker's to pass."""
+        if self.positions is None:
+            return True
+        marks = self.unjudged.get(key)
+        if marks is None:
+            return False
+        committed = {p: c for p, (_, c) in self.positions().items()}
+        return all(p not in committed or high <= (committed[p] or 0) for p, high in marks.items())
+
     async def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
         if rows:
             await self.store.insert_json_rows(table, b"\n".join(orjson.dumps(r) for r in rows))
@@ -281,33 +302,41 @@ class AutocompleteAnalytics:
         return str(result.rows[0][0]) if result.rows else None
 
     async def _check_shock(self, engine: str, crawl_id: str, study_id: str, settle: bool = True) -> None:
-        """Judge the round once every root that started it is analysed and (``settle``) no
-        marker of it has been received for ``settle_s``, against the same study's history;
-        the alert is raised once. (Judged earlier, the first few roots could decide alone,
-        and an alert cannot be taken back: a root's start is stored from its own partition,
-        which may be seconds behind the partition of a root that already completed.)"""
+        """Judge the round, against the same study's history, once every root that started it
+        is analysed and (``settle``) it has settled: no marker of it received for
+        ``settle_s``, then every event on the worker's partitions up to the high watermarks
+        seen after that stored and committed. The alert is raised once. (Judged earlier, the
+        first few roots could decide alone, and an alert cannot be taken back: a root's start
+        is stored from its own partition, which may be behind the partition of a root that
+        already completed.)"""
         key = (engine, crawl_id, study_id)
+        caught_up = not settle or self._caught_up(key)  # before the count: commits follow storage
         params = {"engine": quote(engine), "crawl_id": quote(crawl_id)}
         progress = await self.store.query(ROUND_PROGRESS_SQL.format(**params))
         started, done, quiet_ms = (int(x) for x in progress.rows[0])
         if done < started:
-            self.unjudged.discard(key)  # its last root's analysis checks it again
+            self.unjudged.pop(key, None)  # its last root's analysis checks it again
             return
         if settle and quiet_ms < self.settle_s * 1000:
-            self.unjudged.add(key)
+            self.unjudged[key] = None
             return
-        self.unjudged.discard(key)
+        if not caught_up:
+            if self.unjudged.get(key) is None:
+                self.unjudged[key] = self._watermarks()
+            return
+        self.unjudged.pop(key, None)
         result = await self.store.query(
             ROUND_SQL.format(engine=quote(engine), crawl_id=quote(crawl_id), study_id=quote(study_id))
         )
         history: dict[str, list[float]] = {}
         current: dict[str, float] = {}
+        reached: set[str] = set()  # roots whose crawl of this round has been met
         for root, cid, value in result.rows:
-            if value is None:
-                continue
             if cid == crawl_id:
-                current[root] = float(value)
-            elif root not in current:  # only crawls before this round count as history
+                reached.add(root)
+                if value is not None:
+                    current[root] = float(value)
+            elif root not in reached and value is not None:  # only crawls before this round
                 history.setdefault(root, []).append(float(value))
         shock = evaluate_round(history, current, self.rule, round_id=crawl_id)
         if shock is not None:

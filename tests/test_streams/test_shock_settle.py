@@ -4,7 +4,6 @@ in the judgement, not left out of an alert that cannot be taken back."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +37,16 @@ def of_root(events: list[dict[str, Any]], root: str, *types: str) -> list[dict[s
     return [e for e in events if e["root"] == root and e["type"] in types]
 
 
+class Partitions:
+    """The worker's autocomplete partitions as the test sets them: (high watermark, committed)."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, tuple[int | None, int | None]] = {0: (5, 5), 1: (7, 7)}
+
+    def __call__(self) -> dict[int, tuple[int | None, int | None]]:
+        return dict(self.at)
+
+
 async def test_a_root_started_late_is_in_its_rounds_judgement(tmp_path: Path) -> None:
     store = ChdbStore(tmp_path / "ch", read_lanes=1)
     raised: list[dict[str, Any]] = []
@@ -45,46 +54,54 @@ async def test_a_root_started_late_is_in_its_rounds_judgement(tmp_path: Path) ->
     async def alert(a: dict[str, Any]) -> None:
         raised.append(a)
 
-    analytics = AutocompleteAnalytics(store, alert, RULE, settle_s=2.0)
+    partitions = Partitions()
+    analytics = AutocompleteAnalytics(store, alert, RULE, settle_s=3600, positions=partitions)
     try:
         await migrate(store)
         *history, shock = rounds()
-        long_ago = datetime.now(UTC) - timedelta(hours=1)
-        for r, events in enumerate(history):  # rounds long settled: judged at once, no shock
+        long_ago = datetime.now(UTC) - timedelta(days=2)
+        for r, events in enumerate(history):  # rounds long settled, the worker caught up: no shock
             await store.insert_json_rows(
                 "raw_autocomplete_events", stamp(events, long_ago + timedelta(minutes=r))
             )
             await analytics.crawls_completed(e for e in events if e["type"] == "crawl_completed")
-        assert raised == [] and analytics.unjudged == set()
+        await analytics.retry_pending()
+        assert raised == [] and analytics.unjudged == {}
 
         first, second, late = ROOTS
-        now = datetime.now(UTC)
         early = [
             e for root in (first, second) for e in of_root(shock, root, "crawl_started", "autocomplete_node")
         ]
         early += of_root(shock, first, "crawl_completed") + of_root(shock, second, "crawl_completed")
-        await store.insert_json_rows("raw_autocomplete_events", stamp(early, now))
+        await store.insert_json_rows("raw_autocomplete_events", stamp(early, datetime.now(UTC)))
         await analytics.crawls_completed(
             of_root(shock, first, "crawl_completed") + of_root(shock, second, "crawl_completed")
         )
         round_key = ("google", shock[0]["crawl_id"], "settle")
-        assert raised == [] and analytics.unjudged == {round_key}  # two roots done, but not settled
+        assert raised == [] and analytics.unjudged == {round_key: None}  # two roots done, not quiet
 
-        # The late root's start is stored (its partition caught up): the round waits for it.
-        await store.insert_json_rows(
-            "raw_autocomplete_events", stamp(of_root(shock, late, "crawl_started"), now)
-        )
+        # Quiet long enough, but partition 1 is behind (the late root's start is in it): the
+        # round waits for the worker to commit past the watermarks seen now.
+        analytics.settle_s = 0
+        partitions.at[1] = (10, 7)
         await analytics.retry_pending()
-        assert raised == [] and analytics.unjudged == set()
+        await analytics.retry_pending()
+        assert raised == [] and analytics.unjudged == {round_key: {0: 5, 1: 10}}
+
+        # Partition 1 caught up: the late root's start is stored, and the round waits for it.
+        await store.insert_json_rows(
+            "raw_autocomplete_events", stamp(of_root(shock, late, "crawl_started"), datetime.now(UTC))
+        )
+        partitions.at[1] = (10, 10)
+        await analytics.retry_pending()
+        assert raised == [] and analytics.unjudged == {}
 
         rest = of_root(shock, late, "autocomplete_node", "crawl_completed")
         await store.insert_json_rows("raw_autocomplete_events", stamp(rest, datetime.now(UTC)))
         await analytics.crawls_completed(of_root(shock, late, "crawl_completed"))
-        assert raised == [] and analytics.unjudged == {round_key}
-        deadline = time.monotonic() + 30
-        while not raised and time.monotonic() < deadline:  # the timer, until the round settled
-            await analytics.retry_pending()
-        assert len(raised) == 1 and analytics.unjudged == set()
+        assert raised == [] and analytics.unjudged == {round_key: {0: 5, 1: 10}}
+        await analytics.retry_pending()  # caught up: judged
+        assert len(raised) == 1 and analytics.unjudged == {}
         details = orjson.loads(raised[0]["details"])
         assert details["roots_evaluated"] == 3 and sorted(details["roots"]) == sorted(ROOTS)
 
@@ -95,7 +112,32 @@ async def test_a_root_started_late_is_in_its_rounds_judgement(tmp_path: Path) ->
         async def alert_again(a: dict[str, Any]) -> None:
             again.append(a)
 
-        await AutocompleteAnalytics(store, alert_again, RULE, settle_s=2.0).retry_pending()
-        assert [a["alert_id"] for a in again] == [raised[0]["alert_id"]]
+        restarted = AutocompleteAnalytics(store, alert_again, RULE, settle_s=0.001, positions=partitions)
+        await restarted.retry_pending()
+        await restarted.retry_pending()
+        assert [a["alert_id"] for a in again] == [raised[0]["alert_id"]] and restarted.unjudged == {}
+    finally:
+        await store.close()
+
+
+async def test_without_a_worker_s_positions_a_settled_round_is_judged_at_once(tmp_path: Path) -> None:
+    """An import's recompute and the unit of a lone store: no partitions to wait for."""
+    store = ChdbStore(tmp_path / "ch", read_lanes=1)
+    raised: list[dict[str, Any]] = []
+
+    async def alert(a: dict[str, Any]) -> None:
+        raised.append(a)
+
+    analytics = AutocompleteAnalytics(store, alert, RULE, settle_s=60)
+    try:
+        await migrate(store)
+        long_ago = datetime.now(UTC) - timedelta(days=2)
+        for r, events in enumerate(rounds()):
+            await store.insert_json_rows(
+                "raw_autocomplete_events", stamp(events, long_ago + timedelta(minutes=r))
+            )
+            await analytics.crawls_completed(e for e in events if e["type"] == "crawl_completed")
+        assert [orjson.loads(a["details"])["roots_evaluated"] for a in raised] == [3]
+        assert analytics.unjudged == {}
     finally:
         await store.close()
