@@ -170,6 +170,24 @@ def worker_metrics(service: Service, worker: int = 0) -> dict[str, float]:
     return out
 
 
+STARTED: list[subprocess.Popen[bytes]] = []
+"""Every ``auditstream up`` a test started (``stop_leftovers`` ends what a failed test left)."""
+
+
+def stop_leftovers(since: int = 0) -> None:
+    """Stop the services started since ``STARTED[since]`` that still run: a test that failed
+    before its own stop would otherwise leave one burning CPU beside the rest of the suite."""
+    running = [proc for proc in STARTED[since:] if proc.poll() is None]
+    for proc in running:
+        proc.send_signal(signal.SIGINT)
+    for proc in running:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 TEST_ENV = {"AUDITSTREAM_SHOCK_SETTLE_S": "10"}
 """Defaults of every test service: a round's shock judged 10 s after its last marker, not 30."""
 
@@ -197,6 +215,7 @@ def start_up(
         stderr=subprocess.STDOUT,
         env={**TEST_ENV, **os.environ, **(env or {})},
     )
+    STARTED.append(proc)
     svc = Service(f"http://127.0.0.1:{port}", api_key, data_dir, proc)
 
     def ready() -> bool:
